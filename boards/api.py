@@ -1,0 +1,180 @@
+"""The agent tool endpoint: ``POST /api/boards/<slug>/tools/<ToolName>``.
+
+One place parses the body, authenticates the token, sets the caller's identity,
+validates the input against its pydantic model, runs the tool and maps every
+domain error onto the error shape of SPEC §4.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET
+from pydantic import ValidationError
+
+from . import schemas, selectors, services, tools
+from .errors import InvalidInput, NotFound, ServiceError
+from .models import AgentToken, hash_token
+
+logger = logging.getLogger(__name__)
+
+AGENT_NAME = re.compile(r"^[^\x00-\x1f\x7f]{1,100}$")
+
+
+class ApiError(ServiceError):
+    def __init__(self, status: int, code: str, message: str, details: Any = None) -> None:
+        super().__init__(message, code=code, details=details)
+        self.status = status
+
+
+def error_response(status: int, code: str, message: str, details: Any = None) -> JsonResponse:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if details is not None:
+        error["details"] = details
+    return JsonResponse({"error": error}, status=status)
+
+
+def authenticate(request: HttpRequest, board_slug: str) -> tools.Caller:
+    board = selectors.board_get(board_slug)
+    header = request.headers.get("Authorization", "")
+    scheme, _, raw = header.partition(" ")
+    if scheme.lower() != "bearer" or not raw.strip():
+        raise ApiError(
+            401, "unauthorized", "Send the board's token as 'Authorization: Bearer <token>'"
+        )
+    token = AgentToken.objects.filter(token_hash=hash_token(raw.strip())).first()
+    if token is None:
+        raise ApiError(401, "unauthorized", "Unknown token")
+    if token.board_id != board.pk:
+        raise ApiError(403, "forbidden", "This token belongs to another board")
+    if token.revoked_at is not None:
+        raise ApiError(403, "token_revoked", "This token has been revoked")
+    if token.is_team:
+        agent = request.headers.get("X-Agent", "").strip()
+        if not agent:
+            raise ApiError(
+                400,
+                "invalid_input",
+                "A team token needs the agent's name in the X-Agent header",
+                [{"field": "X-Agent", "message": "required"}],
+            )
+    else:
+        agent = token.agent
+    if not AGENT_NAME.match(agent):
+        raise ApiError(
+            400,
+            "invalid_input",
+            "X-Agent: 1 to 100 printable characters",
+            [{"field": "X-Agent", "message": "invalid"}],
+        )
+    return tools.Caller(board=board, agent=agent)
+
+
+def parse_body(request: HttpRequest) -> dict[str, Any]:
+    limit = settings.KANBAN_MAX_BODY_BYTES
+    try:
+        declared = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        declared = 0
+    if declared > limit:
+        raise ApiError(413, "payload_too_large", f"Body is larger than {limit} bytes")
+    try:
+        raw = request.body
+    except RequestDataTooBig as exc:
+        raise ApiError(413, "payload_too_large", f"Body is larger than {limit} bytes") from exc
+    if len(raw) > limit:
+        raise ApiError(413, "payload_too_large", f"Body is larger than {limit} bytes")
+    if not raw.strip():
+        return {}  # An empty body means {} (seed 000: LLMs call TaskList with nothing).
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        message = (
+            "Body is not valid JSON"
+            if not isinstance(exc, RecursionError)
+            else "Body is nested too deeply"
+        )
+        raise ApiError(400, "invalid_json", f"{message}: {str(exc)[:200]}") from exc
+    if not isinstance(data, dict):
+        raise ApiError(400, "invalid_input", "Body must be a JSON object with the tool's input")
+    return data
+
+
+def _prepare(request: HttpRequest, slug: str, tool: str) -> tuple[tools.Caller, Any]:
+    caller = authenticate(request, slug)
+    model = schemas.TOOL_INPUTS.get(tool)
+    if model is None:
+        raise NotFound(
+            f"Unknown tool {tool[:64]!r}; GET /api/boards/{slug}/tools lists them",
+            code="unknown_tool",
+        )
+    data = parse_body(request)
+    try:
+        validated = model.model_validate(data)
+    except ValidationError as exc:
+        details = schemas.validation_details(exc)
+        summary = "; ".join(f"{d['field']}: {d['message']}" for d in details[:10])
+        raise InvalidInput(f"Invalid input for {tool}: {summary}", details=details) from exc
+    except RecursionError as exc:
+        raise InvalidInput("Input is nested too deeply") from exc
+    services.agent_seen(board=caller.board, agent=caller.agent)
+    return caller, validated
+
+
+def _run_sync(
+    request: HttpRequest, slug: str, tool: str
+) -> tuple[tools.Caller | None, Any, tools.Answer | None]:
+    caller, data = _prepare(request, slug, tool)
+    if tool == "TaskWatch":
+        return caller, data, None
+    answer = tools.SYNC_HANDLERS[tool](caller, data)
+    answer.body["unreadMessages"] = selectors.unread_count(caller.board, caller.agent)
+    return caller, data, answer
+
+
+@csrf_exempt
+async def tool_call(request: HttpRequest, slug: str, tool: str) -> JsonResponse:
+    if request.method != "POST":
+        return error_response(405, "method_not_allowed", "Call a tool with POST")
+    try:
+        caller, data, answer = await sync_to_async(_run_sync)(request, slug, tool)
+        if answer is None:
+            answer = await tools.task_watch(caller, data)
+            answer.body["unreadMessages"] = await sync_to_async(selectors.unread_count)(
+                caller.board, caller.agent
+            )
+    except ServiceError as exc:
+        return error_response(exc.status, exc.code, exc.message, exc.details)
+    except Exception:
+        logger.exception("tool %s on board %s failed", tool, slug)
+        return error_response(
+            500, "internal_error", "The server failed; the change was not applied"
+        )
+    return JsonResponse(
+        answer.body, status=answer.status, json_dumps_params={"ensure_ascii": False}
+    )
+
+
+@require_GET
+def tool_list(request: HttpRequest, slug: str) -> JsonResponse:
+    try:
+        selectors.board_get(slug)
+    except ServiceError as exc:
+        return error_response(exc.status, exc.code, exc.message)
+    fmt = request.GET.get("format", "anthropic")
+    if fmt not in ("anthropic", "openai"):
+        return error_response(400, "invalid_input", "format: 'anthropic' or 'openai'")
+    return JsonResponse({"tools": schemas.tool_definitions(fmt)})
+
+
+@require_GET
+def openapi(request: HttpRequest) -> JsonResponse:
+    return JsonResponse(schemas.openapi_document())

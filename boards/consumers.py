@@ -1,0 +1,96 @@
+"""The board's WebSocket: forwards rendered fragments of its board's changes.
+
+Consumers never write. They authenticate, join the board's group, and on
+(re)connect send what the browser missed since the sequence it names.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+
+from . import events
+from .models import Board
+
+# Close codes in the 4xxx range make the browser's extension give up instead of reconnecting.
+CLOSE_UNAUTHENTICATED = 4401
+CLOSE_NOT_FOUND = 4404
+
+
+def _seq_marker(seq: int) -> str:
+    return f'<span id="board-seq" data-seq="{seq}" hx-swap-oob="true" hidden></span>'
+
+
+class BoardConsumer(AsyncWebsocketConsumer):
+    board_id: int
+    group: str
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        slug = self.scope["url_route"]["kwargs"]["slug"]
+        board = await database_sync_to_async(Board.objects.filter(slug=slug).first)()
+        if board is None:
+            await self.close(code=CLOSE_NOT_FOUND)
+            return
+        self.board_id = board.pk
+        self.group = events.group_name(board.pk)
+        self.card_seq: dict[str, int] = {}
+        self.header_seq = -1
+        self.sent_seq = 0
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+        await self.catch_up(board)
+
+    async def catch_up(self, board: Board) -> None:
+        query = parse_qs(self.scope.get("query_string", b"").decode(errors="replace"))
+        try:
+            since = int(query.get("seq", [""])[0])
+        except ValueError:
+            since = -1
+        self.sent_seq = max(since, 0)
+        message = await database_sync_to_async(self._missed)(board, since)
+        if message is not None:
+            await self.board_update(message)
+
+    def _missed(self, board: Board, since: int) -> dict | None:
+        board.refresh_from_db(fields=["last_seq"])
+        if since == board.last_seq:
+            return None
+        if since < 0 or since > board.last_seq:
+            return events.render_update(board.pk, (), full=True)
+        numbers, full = events.missed_numbers(board, since)
+        return events.render_update(board.pk, numbers, full=full)
+
+    async def disconnect(self, code: int) -> None:
+        if hasattr(self, "group"):
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        # The board socket only pushes; anything a client sends is a protocol error.
+        await self.close(code=4400)
+
+    async def board_update(self, message: dict) -> None:
+        label = message["seq"]
+        parts = []
+        if message.get("full"):
+            parts.append(message["full"])
+            self.header_seq = label
+            self.card_seq = {}
+        for number, html in message.get("cards", {}).items():
+            # Drop a fragment that arrives after a newer render of the same card.
+            if self.card_seq.get(number, -1) <= label:
+                self.card_seq[number] = label
+                parts.append(html)
+        if message.get("header") and label >= self.header_seq:
+            self.header_seq = label
+            parts.append(message["header"])
+        if not parts:
+            return
+        self.sent_seq = max(self.sent_seq, label)
+        parts.insert(0, _seq_marker(self.sent_seq))
+        await self.send(text_data="".join(parts))

@@ -1,0 +1,90 @@
+"""Publishing a board's changes: after commit, rendered once, to every open board and watcher.
+
+A change is sent to the channel-layer group ``board_<id>`` as one message::
+
+    {"type": "board.update", "seq": 42, "events": [...], "cards": {"3": "<html>"},
+     "header": "<html>", "full": None}
+
+``seq`` labels the state the fragments were rendered from: it is read before the
+tasks, so the fragments are at least that new. Consumers use it to drop a
+fragment that arrives after a newer one of the same card, and browsers send the
+last one they saw when they reconnect, to catch up.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from functools import partial
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.db import transaction
+
+from .models import Board, Event
+
+logger = logging.getLogger(__name__)
+
+# Catching up more cards than this re-renders the whole board instead.
+CATCH_UP_MAX_CARDS = 300
+
+
+def group_name(board_id: int) -> str:
+    return f"board_{board_id}"
+
+
+def event_to_dict(event: Event) -> dict:
+    return {
+        "seq": event.seq,
+        "kind": event.kind,
+        "taskId": str(event.task_number) if event.task_number is not None else None,
+        "actor": event.actor,
+    }
+
+
+def publish(
+    board: Board, events: Iterable[Event], touched: Iterable[int], *, reset: bool = False
+) -> None:
+    """Send the board's update once the current transaction commits.
+
+    A failed send is logged and swallowed: the write has already committed and a
+    reconnecting browser catches up from the event log.
+    """
+    payload_events = [event_to_dict(e) for e in events]
+    callback = partial(_send, board.pk, payload_events, sorted(set(touched)), reset)
+    transaction.on_commit(callback, robust=True)
+
+
+def _send(board_id: int, events: list[dict], touched: list[int], reset: bool) -> None:
+    try:
+        layer = get_channel_layer()
+        if layer is None:
+            return
+        message = render_update(board_id, touched, full=reset)
+        message["events"] = events
+        async_to_sync(layer.group_send)(group_name(board_id), message)
+    except Exception:
+        logger.exception("broadcast of board %s update failed", board_id)
+
+
+def render_update(board_id: int, numbers: Iterable[int], *, full: bool = False) -> dict:
+    """Render the fragments that bring a browser's board up to date for ``numbers``."""
+    from .views import render_board_fragments
+
+    return {"type": "board.update", **render_board_fragments(board_id, numbers, full=full)}
+
+
+def missed_numbers(board: Board, since: int) -> tuple[set[int], bool]:
+    """Tasks changed after event ``since``, and whether a full re-render is needed instead."""
+    rows = list(
+        Event.objects.filter(board=board, seq__gt=since)
+        .order_by("seq")
+        .values_list("task_number", "kind")[: CATCH_UP_MAX_CARDS * 4]
+    )
+    numbers = {n for n, _ in rows if n is not None}
+    full = (
+        any(kind == "reset" for _, kind in rows)
+        or len(numbers) > CATCH_UP_MAX_CARDS
+        or len(rows) >= CATCH_UP_MAX_CARDS * 4
+    )
+    return numbers, full

@@ -1,0 +1,19 @@
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from boards import services
+from boards.errors import ServiceError
+
+
+class Command(BaseCommand):
+    help = "Create a board."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("slug")
+        parser.add_argument("--name", default="")
+
+    def handle(self, *args: object, slug: str, name: str, **options: object) -> None:
+        try:
+            board = services.board_create(slug=slug, name=name)
+        except ServiceError as exc:
+            raise CommandError(exc.message) from exc
+        self.stdout.write(f"Created board {board.slug!r} ({board.name})")

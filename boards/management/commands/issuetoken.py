@@ -1,0 +1,25 @@
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from boards import selectors, services
+from boards.errors import ServiceError
+
+
+class Command(BaseCommand):
+    help = "Issue an API token for an agent on a board; prints the token alone on stdout."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("slug")
+        parser.add_argument("agent", help="agent name (for --team: a label, requests send X-Agent)")
+        parser.add_argument(
+            "--team", action="store_true", help="a team token: each request names its agent"
+        )
+
+    def handle(self, *args: object, slug: str, agent: str, team: bool, **options: object) -> None:
+        try:
+            board = selectors.board_get(slug)
+            token = services.token_issue(
+                board=board, agent=agent, team=team, created_by="issuetoken"
+            )
+        except ServiceError as exc:
+            raise CommandError(exc.message) from exc
+        self.stdout.write(token)

@@ -1,0 +1,208 @@
+"""The task store: boards, tasks, their dependencies, the event log, tokens, messages.
+
+Models hold fields, constraints and small derived properties only. Every write
+goes through ``boards.services``.
+"""
+
+import hashlib
+
+from django.db import models
+
+
+class Status(models.TextChoices):
+    PENDING = "pending", "Pending"
+    IN_PROGRESS = "in_progress", "In progress"
+    COMPLETED = "completed", "Completed"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+TERMINAL_STATUSES = frozenset({Status.COMPLETED, Status.FAILED, Status.CANCELLED})
+
+
+class ApprovalState(models.TextChoices):
+    NONE = "none", "None"
+    REQUESTED = "requested", "Requested"
+    APPROVED = "approved", "Approved"
+    DENIED = "denied", "Denied"
+
+
+class Board(models.Model):
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200)
+    # High-water mark of task numbers: only goes up, so a deleted task's id is never reused.
+    task_counter = models.PositiveIntegerField(default=0)
+    # Sequence number of the last Event; a reconnecting browser asks for what came after it.
+    last_seq = models.PositiveBigIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class Task(models.Model):
+    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="tasks")
+    number = models.PositiveIntegerField()
+    subject = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    active_form = models.CharField(max_length=200, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    owner = models.CharField(max_length=100, blank=True)
+    created_by = models.CharField(max_length=100, blank=True)
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children"
+    )
+    blocked_by = models.ManyToManyField(
+        "self",
+        through="Dependency",
+        through_fields=("task", "blocker"),
+        symmetrical=False,
+        related_name="blocks",
+        blank=True,
+    )
+    metadata = models.JSONField(default=dict, blank=True)
+    prompt = models.TextField(blank=True)
+    result = models.TextField(blank=True)
+    notes = models.TextField(blank=True)
+
+    approval_required = models.BooleanField(default=False)
+    approval_state = models.CharField(
+        max_length=16, choices=ApprovalState.choices, default=ApprovalState.NONE
+    )
+    approval_requested_by = models.CharField(max_length=100, blank=True)
+    approval_requested_at = models.DateTimeField(null=True, blank=True)
+    approval_reason = models.TextField(blank=True)
+    approval_decided_by = models.CharField(max_length=150, blank=True)
+    approval_decided_at = models.DateTimeField(null=True, blank=True)
+    approval_note = models.TextField(blank=True)
+
+    version = models.PositiveIntegerField(default=1)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["board", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["board", "number"], name="task_number_unique_per_board")
+        ]
+        indexes = [models.Index(fields=["board", "status"])]
+
+    def __str__(self) -> str:
+        return f"#{self.number} {self.subject}"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL_STATUSES
+
+
+class Dependency(models.Model):
+    """``task`` is blocked by ``blocker``; read backwards it is ``blocker`` blocks ``task``."""
+
+    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="dependencies")
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="blocker_links")
+    blocker = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="dependent_links")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["task", "blocker"], name="dependency_unique"),
+            models.CheckConstraint(
+                condition=~models.Q(task=models.F("blocker")), name="dependency_not_self"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task_id} blocked by {self.blocker_id}"
+
+
+class Event(models.Model):
+    """Append-only log of every change on a board, numbered per board."""
+
+    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveBigIntegerField()
+    # The task's public number, kept after the task itself is deleted.
+    task_number = models.PositiveIntegerField(null=True, blank=True)
+    actor = models.CharField(max_length=150)
+    kind = models.CharField(max_length=32)
+    data = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["board", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["board", "seq"], name="event_seq_unique_per_board")
+        ]
+        indexes = [models.Index(fields=["board", "task_number", "seq"])]
+
+    def __str__(self) -> str:
+        return f"{self.board_id}:{self.seq} {self.kind}"
+
+
+def hash_token(raw: str) -> str:
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+class AgentToken(models.Model):
+    """An API token of one board. Only its SHA-256 is stored.
+
+    A token is bound to ``agent``, or is a team token (``agent`` empty) whose
+    requests name their agent in the ``X-Agent`` header.
+    """
+
+    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="tokens")
+    agent = models.CharField(max_length=100, blank=True)
+    is_team = models.BooleanField(default=False)
+    token_hash = models.CharField(max_length=64, unique=True)
+    prefix = models.CharField(max_length=12)
+    created_by = models.CharField(max_length=150, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["board", "created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({'team' if self.is_team else self.agent})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+
+class Agent(models.Model):
+    """An agent that has called a board's API: the roster's row."""
+
+    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="agents")
+    name = models.CharField(max_length=100)
+    first_seen = models.DateTimeField(auto_now_add=True)
+    last_seen = models.DateTimeField()
+
+    class Meta:
+        ordering = ["board", "name"]
+        constraints = [models.UniqueConstraint(fields=["board", "name"], name="agent_unique")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Message(models.Model):
+    """A person's message to an agent, queued until the agent reads its inbox."""
+
+    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="messages")
+    recipient = models.CharField(max_length=100)
+    sender = models.CharField(max_length=150)
+    task_number = models.PositiveIntegerField(null=True, blank=True)
+    body = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    read_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["board", "created_at", "id"]
+        indexes = [models.Index(fields=["board", "recipient", "read_at"])]
+
+    def __str__(self) -> str:
+        return f"to {self.recipient}: {self.body[:40]}"

@@ -1,0 +1,453 @@
+"""Tool inputs as strict pydantic models: the one source of validation, of the tool
+definitions agents read (Anthropic and OpenAI formats) and of the OpenAPI document."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StringConstraints,
+    ValidationError,
+)
+
+LONG_TEXT = 100_000
+
+
+def _task_id(value: Any) -> Any:
+    # LLMs often send 3 or "#3" for "3"; all mean the same task.
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if isinstance(value, str):
+        return value.strip().lstrip("#")
+    return value
+
+
+TaskId = Annotated[
+    str,
+    BeforeValidator(_task_id),
+    StringConstraints(pattern=r"^[0-9]{1,9}$"),
+    Field(description='A task id, e.g. "3".', json_schema_extra={"examples": ["3"]}),
+]
+# In a batch an operation may name a task created earlier in the same batch by its ref.
+TaskRef = Annotated[
+    str,
+    BeforeValidator(_task_id),
+    StringConstraints(min_length=1, max_length=64),
+    Field(description='A task id ("3") or the ref of a create in the same batch ("api").'),
+]
+Ref = Annotated[
+    str,
+    StringConstraints(
+        min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.:-]*[A-Za-z_.:-][A-Za-z0-9_.:-]*$"
+    ),
+    Field(description='Your name for a task created in this batch, e.g. "db"; not all digits.'),
+]
+Subject = Annotated[str, StringConstraints(min_length=1, max_length=200, strip_whitespace=True)]
+Short = Annotated[str, StringConstraints(max_length=200)]
+Long = Annotated[str, StringConstraints(max_length=LONG_TEXT)]
+Name = Annotated[str, StringConstraints(min_length=1, max_length=100, strip_whitespace=True)]
+MetaKey = Annotated[str, StringConstraints(min_length=1, max_length=100)]
+MetaValue = (
+    Annotated[str, StringConstraints(max_length=10_000)]
+    | StrictInt
+    | StrictFloat
+    | StrictBool
+    | None
+)
+Metadata = Annotated[
+    dict[MetaKey, MetaValue],
+    Field(
+        max_length=100,
+        description="Flat JSON object of strings, numbers and booleans. On update, keys are "
+        "merged into the existing metadata and a key set to null is removed.",
+    ),
+]
+IdList = Annotated[list[TaskId], Field(max_length=100)]
+RefList = Annotated[list[TaskRef], Field(max_length=100)]
+Status = Literal["pending", "in_progress", "completed", "failed", "cancelled"]
+
+
+class ToolInput(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=False)
+
+
+class TaskCreateInput(ToolInput):
+    subject: Subject = Field(description='Short imperative title, e.g. "Fix auth bug".')
+    description: Long = Field("", description="What needs to be done, in detail.")
+    activeForm: Short = Field(
+        "", description='Present participle shown while in progress, e.g. "Fixing auth bug".'
+    )
+    blockedBy: IdList = Field([], description="Ids of tasks that must complete before this one.")
+    blocks: IdList = Field(
+        [], description="Ids of tasks that cannot start until this one completes."
+    )
+    parentId: TaskId | None = Field(None, description="Id of the parent task (hierarchy).")
+    metadata: Metadata | None = None
+    prompt: Long = Field("", description="Full instructions for the agent that will do the task.")
+    requiresApproval: StrictBool = Field(
+        False, description="When true, a person must approve before anyone can start the task."
+    )
+
+
+class TaskGetInput(ToolInput):
+    taskId: TaskId
+
+
+class _UpdateFields(ToolInput):
+    subject: Subject | None = None
+    description: Long | None = None
+    activeForm: Short | None = None
+    status: (
+        Literal["pending", "in_progress", "completed", "failed", "cancelled", "deleted"] | None
+    ) = Field(None, description='New status; "deleted" deletes the task.')
+    owner: Annotated[str, StringConstraints(max_length=100)] | None = Field(
+        None, description="Agent name (or empty to unassign). Prefer TaskClaim / TaskReassign."
+    )
+    addBlockedBy: IdList = Field([], description="Add blockers: tasks that must complete first.")
+    removeBlockedBy: IdList = Field([], description="Remove blockers.")
+    addBlocks: IdList = Field([], description="Add dependents: tasks waiting for this one.")
+    parentId: TaskId | None = Field(None, description="New parent id, or null to clear it.")
+    metadata: Metadata | None = None
+    prompt: Long | None = None
+    result: Long | None = Field(None, description="The task's output; set it when completing.")
+    notes: Long | None = None
+    expectedVersion: Annotated[StrictInt, Field(ge=1)] | None = Field(
+        None, description="Fail with 409 unless the task is still at this version."
+    )
+
+
+class TaskUpdateInput(_UpdateFields):
+    taskId: TaskId
+
+
+class TaskListInput(ToolInput):
+    view: Literal["all", "open", "ready", "blocked", "in_progress", "done"] = Field(
+        "all",
+        description="open = pending or in progress; ready = pending, unblocked, not awaiting "
+        "approval (work you can claim now); done = completed, failed or cancelled.",
+    )
+    status: Status | None = None
+    owner: Annotated[str, StringConstraints(max_length=100)] | None = None
+    blocked: StrictBool | None = None
+    parentId: TaskId | None = None
+    tree: StrictBool = Field(False, description="Order depth-first by parent, with a depth field.")
+    format: Literal["json", "text"] = Field(
+        "json",
+        description='"text" answers compact lines like "#2. [ ] Write tests  blocked by: #1".',
+    )
+
+
+class TaskClaimInput(ToolInput):
+    taskId: TaskId | None = Field(
+        None, description="The task to claim. Omit it to claim the lowest-numbered ready task."
+    )
+
+
+class TaskReassignInput(ToolInput):
+    taskId: TaskId
+    owner: Name = Field(description="The agent that takes the task over.")
+
+
+class BatchCreate(ToolInput):
+    op: Literal["create"]
+    ref: Ref | None = None
+    subject: Subject
+    description: Long = ""
+    activeForm: Short = ""
+    blockedBy: RefList = []
+    blocks: RefList = []
+    parentId: TaskRef | None = None
+    metadata: Metadata | None = None
+    prompt: Long = ""
+    requiresApproval: StrictBool = False
+
+
+class BatchUpdate(_UpdateFields):
+    op: Literal["update"]
+    taskId: TaskRef
+    addBlockedBy: RefList = []
+    removeBlockedBy: RefList = []
+    addBlocks: RefList = []
+    parentId: TaskRef | None = None
+
+
+class BatchDelete(ToolInput):
+    op: Literal["delete"]
+    taskId: TaskRef
+
+
+BatchOp = Annotated[BatchCreate | BatchUpdate | BatchDelete, Field(discriminator="op")]
+
+
+class TaskBatchInput(ToolInput):
+    ops: Annotated[list[BatchOp], Field(min_length=1, max_length=500)]
+
+
+class TaskWatchInput(ToolInput):
+    taskId: TaskId
+    timeoutSeconds: Annotated[StrictFloat | StrictInt, Field(ge=0, le=300)] = Field(
+        60, description="Give up after this many seconds (at most 300) with timedOut: true."
+    )
+
+
+class TaskRequestApprovalInput(ToolInput):
+    taskId: TaskId
+    reason: Annotated[str, StringConstraints(min_length=1, max_length=2000, strip_whitespace=True)]
+
+
+class InboxReadInput(ToolInput):
+    ack: StrictBool = Field(False, description="Mark the returned messages as read.")
+
+
+def validation_details(exc: ValidationError) -> list[dict[str, str]]:
+    """Every wrong field, named by its path (``ops.1.subject``)."""
+    details = []
+    for error in exc.errors(include_url=False, include_input=False):
+        loc = [str(part) for part in error["loc"]]
+        # Drop the discriminator tag pydantic inserts for union members (ops.0.create.subject).
+        if len(loc) >= 3 and loc[0] == "ops" and loc[2] in {"create", "update", "delete"}:
+            del loc[2]
+        details.append({"field": ".".join(loc) or "(body)", "message": error["msg"]})
+    return details
+
+
+def update_kwargs(data: _UpdateFields) -> dict[str, Any]:
+    """Service keyword arguments for the fields an update actually sent."""
+    sent = data.model_fields_set
+    mapping = {
+        "subject": "subject",
+        "description": "description",
+        "activeForm": "active_form",
+        "status": "status",
+        "owner": "owner",
+        "addBlockedBy": "add_blocked_by",
+        "removeBlockedBy": "remove_blocked_by",
+        "addBlocks": "add_blocks",
+        "parentId": "parent_id",
+        "metadata": "metadata",
+        "prompt": "prompt",
+        "result": "result",
+        "notes": "notes",
+        "expectedVersion": "expected_version",
+    }
+    return {py: getattr(data, public) for public, py in mapping.items() if public in sent}
+
+
+TOOL_DESCRIPTIONS: dict[str, str] = {
+    "TaskCreate": (
+        "Create a task on the shared board. Use it to plan: one task per concrete step, "
+        "with an imperative subject and, for work someone else will do, a prompt. "
+        "Express ordering with blockedBy (ids that must complete first) instead of "
+        "writing it in the text; use parentId for sub-steps of a bigger task. "
+        "Returns {task, changes}; the new id is task.id. New tasks are pending and "
+        "unassigned: claim one with TaskClaim to start it. To create several related "
+        "tasks at once, prefer TaskBatch (atomic, with refs). Set requiresApproval for "
+        "risky steps a person must approve first."
+    ),
+    "TaskGet": (
+        "Read one task in full: description, prompt, result, notes, metadata, owner, "
+        "blockedBy / blocks, children, approval and version. Use it before working on a "
+        "task you did not create, or to read another agent's result."
+    ),
+    "TaskUpdate": (
+        "Change a task. Mark progress with status (in_progress → completed, or failed / "
+        "cancelled); set result when you complete; 'deleted' removes the task. Completing "
+        "a task unblocks its dependents automatically (listed as auto_unblock changes). "
+        "Only fields you send change; metadata is merged key by key and null removes a "
+        "key. Moving a blocked task or one awaiting approval to in_progress fails with "
+        "409. Pass expectedVersion to make sure you do not overwrite someone else's change. "
+        "To start work on a task prefer TaskClaim, which also sets you as owner atomically."
+    ),
+    "TaskList": (
+        "List the board's tasks with counts. Use view 'ready' to find work you can claim "
+        "now, 'open' for everything unfinished, 'blocked' / 'in_progress' / 'done' for the "
+        "rest; filter by status, owner, blocked or parentId; tree: true orders sub-tasks "
+        "under their parent with a depth. format 'text' gives one compact line per task "
+        "('#2. [ ] Write tests  blocked by: #1'), cheaper to read than JSON. An empty "
+        "input lists everything."
+    ),
+    "TaskClaim": (
+        "Take a task and start it: atomically sets you as owner and status in_progress. "
+        "Omit taskId to claim the lowest-numbered ready task (returns task: null when "
+        "nothing is ready). Fails with 409 when the task is blocked, owned by another "
+        "agent, finished, or awaiting someone else's approval; claiming your own task "
+        "again is a no-op. When the task requires approval, the claim asks a person "
+        "instead and answers 202 with awaitingApproval: true; call TaskWatch to wait for "
+        "the decision before doing the work."
+    ),
+    "TaskReassign": (
+        "Hand a task over to another agent (overrides the owner). Not allowed for "
+        "blocked or finished tasks. The new owner starts it with TaskClaim."
+    ),
+    "TaskBatch": (
+        "Apply many create / update / delete operations atomically: all succeed or none "
+        "do. Give creates a ref (e.g. 'db') and use that ref in later blockedBy, blocks, "
+        "parentId or taskId fields of the same batch. The whole dependency graph is "
+        "checked first: an unknown reference or a cycle rejects the batch with a message "
+        "like 'Cycle detected: 3 → 5 → 3'. Returns {operations, changes, counts}."
+    ),
+    "TaskWatch": (
+        "Wait until a task finishes (completed, failed or cancelled) or a person decides "
+        "its pending approval, then return the task; or return at timeoutSeconds (at "
+        "most 300) with timedOut: true, after which you may call it again. Use it to "
+        "wait for another agent's result or for approval instead of polling TaskGet."
+    ),
+    "TaskRequestApproval": (
+        "Ask a person to approve before you do something risky on a task ('about to run "
+        "the migration — ok?'). The request shows on the board; wait for the answer with "
+        "TaskWatch. If denied, the task is cancelled with the person's note."
+    ),
+    "InboxRead": (
+        "Read messages people sent you (oldest first). Every tool answer carries "
+        "unreadMessages: when it is above 0, call InboxRead with ack: true and follow "
+        "the instructions before going on."
+    ),
+}
+
+TOOL_INPUTS: dict[str, type[ToolInput]] = {
+    "TaskCreate": TaskCreateInput,
+    "TaskGet": TaskGetInput,
+    "TaskUpdate": TaskUpdateInput,
+    "TaskList": TaskListInput,
+    "TaskClaim": TaskClaimInput,
+    "TaskReassign": TaskReassignInput,
+    "TaskBatch": TaskBatchInput,
+    "TaskWatch": TaskWatchInput,
+    "TaskRequestApproval": TaskRequestApprovalInput,
+    "InboxRead": InboxReadInput,
+}
+
+
+def input_schema(name: str) -> dict[str, Any]:
+    schema = TOOL_INPUTS[name].model_json_schema()
+    schema.pop("title", None)
+    return schema
+
+
+def tool_definitions(fmt: str = "anthropic") -> list[dict[str, Any]]:
+    """Every tool as Anthropic's ``{name, description, input_schema}`` or OpenAI's function."""
+    tools = []
+    for name in TOOL_INPUTS:
+        schema = input_schema(name)
+        if fmt == "openai":
+            tools.append(
+                {
+                    "type": "function",
+                    "function": {
+                        "name": name,
+                        "description": TOOL_DESCRIPTIONS[name],
+                        "parameters": schema,
+                    },
+                }
+            )
+        else:
+            tools.append(
+                {"name": name, "description": TOOL_DESCRIPTIONS[name], "input_schema": schema}
+            )
+    return tools
+
+
+ERROR_SCHEMA = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["code", "message"],
+            "properties": {
+                "code": {"type": "string"},
+                "message": {"type": "string"},
+                "details": {},
+            },
+        }
+    },
+}
+
+
+def openapi_document() -> dict[str, Any]:
+    """OpenAPI 3.1 description of the tool endpoint, generated from the same models."""
+    components: dict[str, Any] = {"Error": ERROR_SCHEMA}
+    paths: dict[str, Any] = {}
+    errors = {
+        str(code): {
+            "description": text,
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+        }
+        for code, text in [
+            (400, "Invalid input; details name every wrong field"),
+            (401, "No or unknown token"),
+            (403, "Token of another board, or revoked"),
+            (404, "Unknown board, tool or task"),
+            (409, "Conflict: claim lost, blocked, stale version"),
+            (413, "Body too large"),
+        ]
+    }
+    for name, model in TOOL_INPUTS.items():
+        schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+        components.update(schema.pop("$defs", {}))
+        components[model.__name__] = schema
+        ok = {
+            "description": "The tool's answer",
+            "content": {"application/json": {"schema": {"type": "object"}}},
+        }
+        responses = {"200": ok, **errors}
+        if name == "TaskClaim":
+            responses["202"] = {**ok, "description": "Claim recorded as an approval request"}
+        paths[f"/api/boards/{{slug}}/tools/{name}"] = {
+            "post": {
+                "operationId": name,
+                "summary": TOOL_DESCRIPTIONS[name].split(". ")[0],
+                "description": TOOL_DESCRIPTIONS[name],
+                "parameters": [
+                    {"name": "slug", "in": "path", "required": True, "schema": {"type": "string"}}
+                ],
+                "requestBody": {
+                    "required": False,
+                    "content": {
+                        "application/json": {
+                            "schema": {"$ref": f"#/components/schemas/{model.__name__}"}
+                        }
+                    },
+                },
+                "responses": responses,
+                "security": [{"bearer": []}],
+            }
+        }
+    paths["/api/boards/{slug}/tools"] = {
+        "get": {
+            "operationId": "listTools",
+            "summary": "Tool definitions (Anthropic format, or OpenAI with ?format=openai)",
+            "parameters": [
+                {"name": "slug", "in": "path", "required": True, "schema": {"type": "string"}},
+                {
+                    "name": "format",
+                    "in": "query",
+                    "required": False,
+                    "schema": {"type": "string", "enum": ["anthropic", "openai"]},
+                },
+            ],
+            "responses": {
+                "200": {
+                    "description": "Tool definitions",
+                    "content": {"application/json": {"schema": {"type": "object"}}},
+                },
+                "404": errors["404"],
+            },
+        }
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "Agent Kanban tool API", "version": "1"},
+        "paths": paths,
+        "components": {
+            "schemas": components,
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+    }

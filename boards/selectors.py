@@ -1,0 +1,375 @@
+"""Reads shared by the tool API, the board views, the consumers and the services' answers.
+
+Whole-board reads cost a constant number of queries: the tasks in one query,
+the dependency edges in another, everything derived in Python.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.db.models import Q
+
+from .errors import NotFound
+from .models import (
+    TERMINAL_STATUSES,
+    ApprovalState,
+    Board,
+    Dependency,
+    Event,
+    Message,
+    Status,
+    Task,
+)
+
+COLUMNS = ("pending", "in_progress", "blocked", "completed")
+COUNT_KEYS = ("pending", "in_progress", "blocked", "completed", "failed", "cancelled", "ready")
+
+
+def parse_task_id(value: str | int) -> int:
+    """``"3"``, ``"#3"`` or ``3`` → 3; anything else is unknown."""
+    text = str(value).strip().lstrip("#")
+    if not text.isdigit() or len(text) > 9:
+        raise NotFound(f"Task #{str(value)[:40]} not found", code="task_not_found")
+    return int(text)
+
+
+def board_get(slug: str) -> Board:
+    board = Board.objects.filter(slug=slug).first()
+    if board is None:
+        raise NotFound(f"Board {slug[:64]!r} not found", code="board_not_found")
+    return board
+
+
+@dataclass
+class TaskView:
+    """A task with its relations resolved to public numbers."""
+
+    task: Task
+    blocked_by: list[int]
+    open_blockers: list[int]
+    blocks: list[int]
+    children: list[int] = field(default_factory=list)
+    depth: int | None = None
+
+    @property
+    def number(self) -> int:
+        return self.task.number
+
+    @property
+    def blocked(self) -> bool:
+        return self.task.status not in TERMINAL_STATUSES and bool(self.open_blockers)
+
+    @property
+    def column(self) -> str:
+        status = self.task.status
+        if status == Status.PENDING:
+            return "blocked" if self.blocked else "pending"
+        if status == Status.IN_PROGRESS:
+            return "in_progress"
+        return "completed"
+
+    @property
+    def ready(self) -> bool:
+        return (
+            self.task.status == Status.PENDING
+            and not self.blocked
+            and self.task.approval_state != ApprovalState.REQUESTED
+        )
+
+
+def _iso(value: datetime | None) -> str | None:
+    if value is None:
+        return None
+    return value.isoformat().replace("+00:00", "Z")
+
+
+def approval_to_dict(task: Task) -> dict:
+    return {
+        "required": task.approval_required,
+        "state": task.approval_state,
+        "requestedBy": task.approval_requested_by or None,
+        "requestedAt": _iso(task.approval_requested_at),
+        "reason": task.approval_reason or None,
+        "decidedBy": task.approval_decided_by or None,
+        "decidedAt": _iso(task.approval_decided_at),
+        "note": task.approval_note or None,
+    }
+
+
+def task_to_dict(view: TaskView, *, with_children: bool = False) -> dict:
+    """The one public shape of a task, used by every answer of the tool API."""
+    task = view.task
+    data = {
+        "id": str(task.number),
+        "subject": task.subject,
+        "description": task.description,
+        "activeForm": task.active_form,
+        "status": task.status,
+        "blocked": view.blocked,
+        "owner": task.owner,
+        "createdBy": task.created_by,
+        "blockedBy": [str(n) for n in view.blocked_by],
+        "blocks": [str(n) for n in view.blocks],
+        "parentId": str(view_parent_number(task)) if task.parent_id else None,
+        "metadata": task.metadata,
+        "prompt": task.prompt,
+        "result": task.result,
+        "notes": task.notes,
+        "approval": approval_to_dict(task),
+        "version": task.version,
+        "createdAt": _iso(task.created_at),
+        "updatedAt": _iso(task.updated_at),
+        "completedAt": _iso(task.completed_at),
+    }
+    if with_children:
+        data["children"] = [str(n) for n in view.children]
+    if view.depth is not None:
+        data["depth"] = view.depth
+    return data
+
+
+def view_parent_number(task: Task) -> int | None:
+    # Loaded by select_related / the snapshot, so reading it costs no query.
+    return task.parent.number if task.parent_id else None
+
+
+@dataclass
+class BoardSnapshot:
+    """Every task of a board with its relations, read in two queries."""
+
+    board: Board
+    views: dict[int, TaskView]
+
+    def ordered(self) -> list[TaskView]:
+        return [self.views[n] for n in sorted(self.views)]
+
+    def counts(self) -> dict[str, int]:
+        counts = dict.fromkeys(COUNT_KEYS, 0)
+        for view in self.views.values():
+            status = view.task.status
+            if status == Status.PENDING:
+                counts["blocked" if view.blocked else "pending"] += 1
+            else:
+                counts[status] += 1
+            if view.ready:
+                counts["ready"] += 1
+        return counts
+
+
+def board_snapshot(board: Board) -> BoardSnapshot:
+    tasks = list(Task.objects.filter(board=board).order_by("number"))
+    by_pk = {task.pk: task for task in tasks}
+    edges = Dependency.objects.filter(board=board).values_list("task_id", "blocker_id")
+    blocked_by: dict[int, list[int]] = {}
+    blocks: dict[int, list[int]] = {}
+    for task_pk, blocker_pk in edges:
+        blocked_by.setdefault(task_pk, []).append(blocker_pk)
+        blocks.setdefault(blocker_pk, []).append(task_pk)
+    children: dict[int, list[int]] = {}
+    for task in tasks:
+        if task.parent_id:
+            parent = by_pk.get(task.parent_id)
+            # Attach the parent object so task_to_dict reads its number without a query.
+            task.parent = parent  # type: ignore[assignment]
+            children.setdefault(task.parent_id, []).append(task.number)
+    views: dict[int, TaskView] = {}
+    for task in tasks:
+        blockers = [by_pk[pk] for pk in blocked_by.get(task.pk, ()) if pk in by_pk]
+        views[task.number] = TaskView(
+            task=task,
+            blocked_by=sorted(b.number for b in blockers),
+            open_blockers=sorted(b.number for b in blockers if b.status != Status.COMPLETED),
+            blocks=sorted(by_pk[pk].number for pk in blocks.get(task.pk, ()) if pk in by_pk),
+            children=sorted(children.get(task.pk, ())),
+        )
+    return BoardSnapshot(board=board, views=views)
+
+
+def task_views(board: Board, numbers: Iterable[int]) -> dict[int, TaskView]:
+    """Views of a few tasks (the ones a write touched), in a constant number of queries."""
+    numbers = set(numbers)
+    if not numbers:
+        return {}
+    tasks = list(Task.objects.filter(board=board, number__in=numbers).select_related("parent"))
+    pks = [task.pk for task in tasks]
+    edges = list(
+        Dependency.objects.filter(Q(task_id__in=pks) | Q(blocker_id__in=pks)).values_list(
+            "task_id", "task__number", "blocker_id", "blocker__number", "blocker__status"
+        )
+    )
+    child_rows = Task.objects.filter(parent_id__in=pks).values_list("parent_id", "number")
+    children: dict[int, list[int]] = {}
+    for parent_pk, number in child_rows:
+        children.setdefault(parent_pk, []).append(number)
+    views = {}
+    for task in tasks:
+        blockers = [(bn, bs) for tpk, _, _, bn, bs in edges if tpk == task.pk]
+        views[task.number] = TaskView(
+            task=task,
+            blocked_by=sorted(bn for bn, _ in blockers),
+            open_blockers=sorted(bn for bn, bs in blockers if bs != Status.COMPLETED),
+            blocks=sorted(tn for _, tn, bpk, _, _ in edges if bpk == task.pk),
+            children=sorted(children.get(task.pk, ())),
+        )
+    return views
+
+
+def task_view(board: Board, number: int) -> TaskView:
+    view = task_views(board, [number]).get(number)
+    if view is None:
+        raise NotFound(f"Task #{number} not found", code="task_not_found")
+    return view
+
+
+def blocked_numbers(board: Board) -> set[int]:
+    """Numbers of the board's tasks that are blocked right now, in one query."""
+    return set(
+        Dependency.objects.filter(board=board)
+        .exclude(task__status__in=TERMINAL_STATUSES)
+        .exclude(blocker__status=Status.COMPLETED)
+        .values_list("task__number", flat=True)
+    )
+
+
+VIEWS = {
+    "all": lambda v: True,
+    "open": lambda v: v.task.status in (Status.PENDING, Status.IN_PROGRESS),
+    "ready": lambda v: v.ready,
+    "blocked": lambda v: v.blocked,
+    "in_progress": lambda v: v.task.status == Status.IN_PROGRESS,
+    "done": lambda v: v.task.status in TERMINAL_STATUSES,
+}
+
+
+def task_list(
+    board: Board,
+    *,
+    view: str = "all",
+    status: str | None = None,
+    owner: str | None = None,
+    blocked: bool | None = None,
+    parent_id: int | None = None,
+    tree: bool = False,
+) -> tuple[list[TaskView], BoardSnapshot]:
+    snapshot = board_snapshot(board)
+    selected = [
+        v
+        for v in snapshot.ordered()
+        if VIEWS[view](v)
+        and (status is None or v.task.status == status)
+        and (owner is None or v.task.owner == owner)
+        and (blocked is None or v.blocked == blocked)
+        and (parent_id is None or view_parent_number(v.task) == parent_id)
+    ]
+    if tree:
+        selected = tree_order(selected)
+    return selected, snapshot
+
+
+def tree_order(views: list[TaskView]) -> list[TaskView]:
+    """Depth-first by parent, each view's ``depth`` set; roots are those whose parent is not listed."""
+    present = {v.number: v for v in views}
+    kids: dict[int, list[TaskView]] = {}
+    roots = []
+    for v in views:
+        parent = view_parent_number(v.task)
+        if parent is not None and parent in present:
+            kids.setdefault(parent, []).append(v)
+        else:
+            roots.append(v)
+    ordered: list[TaskView] = []
+    stack = [(root, 0) for root in reversed(roots)]
+    while stack:
+        v, depth = stack.pop()
+        v.depth = depth
+        ordered.append(v)
+        stack.extend((child, depth + 1) for child in reversed(kids.get(v.number, [])))
+    return ordered
+
+
+STATUS_MARKS = {
+    Status.PENDING: " ",
+    Status.IN_PROGRESS: ">",
+    Status.COMPLETED: "x",
+    Status.FAILED: "!",
+    Status.CANCELLED: "-",
+}
+
+
+def tasks_as_text(views: list[TaskView]) -> str:
+    """Seed 004's compact rendering: ``#2. [ ] Write tests  blocked by: #1``."""
+    lines = []
+    for v in views:
+        indent = "  " * (v.depth or 0)
+        line = f"{indent}#{v.number}. [{STATUS_MARKS[v.task.status]}] {v.task.subject}"
+        if v.task.owner:
+            line += f"  @{v.task.owner}"
+        if v.blocked:
+            line += "  blocked by: " + ", ".join(f"#{n}" for n in v.open_blockers)
+        elif v.task.status in (Status.FAILED, Status.CANCELLED):
+            line += f"  ({v.task.status})"
+        if v.task.approval_state == ApprovalState.REQUESTED:
+            line += "  (awaiting approval)"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def task_history(board: Board, number: int, *, limit: int = 200) -> list[Event]:
+    """The task's events since the board was last reset (numbers restart after a reset)."""
+    last_reset = (
+        Event.objects.filter(board=board, kind="reset")
+        .order_by("-seq")
+        .values_list("seq", flat=True)
+        .first()
+        or 0
+    )
+    return list(
+        Event.objects.filter(board=board, task_number=number, seq__gt=last_reset).order_by("-seq")[
+            :limit
+        ]
+    )
+
+
+def unread_count(board: Board, agent: str) -> int:
+    return Message.objects.filter(board=board, recipient=agent, read_at__isnull=True).count()
+
+
+def board_counts(board: Board) -> dict[str, int]:
+    """The column counts without loading the tasks: three aggregate queries."""
+    from django.db.models import Count
+
+    counts = dict.fromkeys(COUNT_KEYS, 0)
+    for status, n in (
+        Task.objects.filter(board=board).values_list("status").annotate(n=Count("id")).order_by()
+    ):
+        counts[status] = n
+    blocked_pending = (
+        Dependency.objects.filter(board=board, task__status=Status.PENDING)
+        .exclude(blocker__status=Status.COMPLETED)
+        .values("task_id")
+        .distinct()
+    )
+    blocked = blocked_pending.count()
+    counts["blocked"] = blocked
+    counts["pending"] -= blocked
+    awaiting = (
+        Task.objects.filter(
+            board=board, status=Status.PENDING, approval_state=ApprovalState.REQUESTED
+        )
+        .exclude(pk__in=blocked_pending)
+        .count()
+    )
+    counts["ready"] = counts["pending"] - awaiting
+    return counts
+
+
+def approval_requests(board: Board) -> list[Task]:
+    """Tasks waiting for a person's decision, oldest request first."""
+    return list(
+        Task.objects.filter(board=board, approval_state=ApprovalState.REQUESTED)
+        .exclude(status__in=TERMINAL_STATUSES)
+        .order_by("approval_requested_at", "number")
+    )

@@ -1,0 +1,246 @@
+"""The canonical tools: each validated input mapped onto one service or selector.
+
+Shared by the HTTP tool endpoint and (later) the MCP server, so a rule is
+written once, in the services, whatever door an agent comes through.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
+from django.conf import settings
+
+from . import schemas, selectors, services
+from .events import group_name
+from .models import TERMINAL_STATUSES, ApprovalState, Board, Event
+
+
+@dataclass
+class Caller:
+    board: Board
+    agent: str
+
+
+@dataclass
+class Answer:
+    body: dict[str, Any]
+    status: int = 200
+
+
+def _task(board: Board, number: int | None, *, children: bool = True) -> dict | None:
+    if number is None:
+        return None
+    return selectors.task_to_dict(selectors.task_view(board, number), with_children=children)
+
+
+def _counts(board: Board) -> dict[str, int]:
+    return selectors.board_snapshot(board).counts()
+
+
+def _written(caller: Caller, outcome: services.Outcome) -> Answer:
+    return Answer({"task": _task(caller.board, outcome.task_number), "changes": outcome.changes})
+
+
+def task_create(caller: Caller, data: schemas.TaskCreateInput) -> Answer:
+    outcome = services.task_create(
+        board=caller.board,
+        actor=caller.agent,
+        subject=data.subject,
+        description=data.description,
+        active_form=data.activeForm,
+        blocked_by=data.blockedBy,
+        blocks=data.blocks,
+        parent_id=data.parentId,
+        metadata=data.metadata,
+        prompt=data.prompt,
+        requires_approval=data.requiresApproval,
+    )
+    return _written(caller, outcome)
+
+
+def task_get(caller: Caller, data: schemas.TaskGetInput) -> Answer:
+    return Answer({"task": _task(caller.board, selectors.parse_task_id(data.taskId))})
+
+
+def task_update(caller: Caller, data: schemas.TaskUpdateInput) -> Answer:
+    outcome = services.task_update(
+        board=caller.board, actor=caller.agent, task_id=data.taskId, **schemas.update_kwargs(data)
+    )
+    return _written(caller, outcome)
+
+
+def task_list(caller: Caller, data: schemas.TaskListInput) -> Answer:
+    views, snapshot = selectors.task_list(
+        caller.board,
+        view=data.view,
+        status=data.status,
+        owner=data.owner,
+        blocked=data.blocked,
+        parent_id=int(data.parentId) if data.parentId else None,
+        tree=data.tree,
+    )
+    body: dict[str, Any] = {"total": len(views), "counts": snapshot.counts()}
+    if data.format == "text":
+        body["text"] = selectors.tasks_as_text(views)
+    else:
+        body["tasks"] = [selectors.task_to_dict(v) for v in views]
+    return Answer(body)
+
+
+def task_claim(caller: Caller, data: schemas.TaskClaimInput) -> Answer:
+    if data.taskId is None:
+        outcome = services.task_claim_next(board=caller.board, agent=caller.agent)
+        if outcome.task_number is None:
+            return Answer({"task": None, "changes": [], "message": "No task is ready to claim."})
+    else:
+        outcome = services.task_claim(board=caller.board, agent=caller.agent, task_id=data.taskId)
+    answer = _written(caller, outcome)
+    if outcome.awaiting_approval:
+        answer.body["awaitingApproval"] = True
+        answer.status = 202
+    return answer
+
+
+def task_reassign(caller: Caller, data: schemas.TaskReassignInput) -> Answer:
+    outcome = services.task_reassign(
+        board=caller.board, actor=caller.agent, task_id=data.taskId, owner=data.owner
+    )
+    return _written(caller, outcome)
+
+
+def _batch_op(op: schemas.BatchCreate | schemas.BatchUpdate | schemas.BatchDelete) -> dict:
+    if isinstance(op, schemas.BatchCreate):
+        return {
+            "op": "create",
+            "ref": op.ref,
+            "subject": op.subject,
+            "description": op.description,
+            "active_form": op.activeForm,
+            "blocked_by": op.blockedBy,
+            "blocks": op.blocks,
+            "parent_id": op.parentId,
+            "metadata": op.metadata,
+            "prompt": op.prompt,
+            "requires_approval": op.requiresApproval,
+        }
+    if isinstance(op, schemas.BatchUpdate):
+        return {"op": "update", "task_id": op.taskId, **schemas.update_kwargs(op)}
+    return {"op": "delete", "task_id": op.taskId}
+
+
+def task_batch(caller: Caller, data: schemas.TaskBatchInput) -> Answer:
+    outcome = services.task_batch(
+        board=caller.board, actor=caller.agent, ops=[_batch_op(op) for op in data.ops]
+    )
+    return Answer(
+        {
+            "operations": outcome.operations,
+            "changes": outcome.changes,
+            "counts": _counts(caller.board),
+        }
+    )
+
+
+def task_request_approval(caller: Caller, data: schemas.TaskRequestApprovalInput) -> Answer:
+    outcome = services.approval_request(
+        board=caller.board, agent=caller.agent, task_id=data.taskId, reason=data.reason
+    )
+    return _written(caller, outcome)
+
+
+def inbox_read(caller: Caller, data: schemas.InboxReadInput) -> Answer:
+    messages = services.inbox_read(board=caller.board, agent=caller.agent, ack=data.ack)
+    return Answer(
+        {
+            "messages": [
+                {
+                    "id": m.pk,
+                    "from": m.sender,
+                    "taskId": str(m.task_number) if m.task_number else None,
+                    "body": m.body,
+                    "sentAt": selectors._iso(m.created_at),
+                }
+                for m in messages
+            ],
+            "acknowledged": data.ack,
+        }
+    )
+
+
+SYNC_HANDLERS = {
+    "TaskCreate": task_create,
+    "TaskGet": task_get,
+    "TaskUpdate": task_update,
+    "TaskList": task_list,
+    "TaskClaim": task_claim,
+    "TaskReassign": task_reassign,
+    "TaskBatch": task_batch,
+    "TaskRequestApproval": task_request_approval,
+    "InboxRead": inbox_read,
+}
+
+
+def _watch_state(
+    caller: Caller, number: int, start_state: str | None
+) -> tuple[bool, dict | None, str]:
+    """(finished?, task, approval state) for a watched task."""
+    views = selectors.task_views(caller.board, [number])
+    view = views.get(number)
+    if view is None:
+        if start_state is None:
+            selectors.task_view(caller.board, number)  # raises NotFound
+        return True, None, ""
+    task = view.task
+    state = task.approval_state
+    done = task.status in TERMINAL_STATUSES
+    if start_state is None:
+        # The caller's own request was decided just before it started watching.
+        last = (
+            Event.objects.filter(board=caller.board, task_number=number)
+            .order_by("-seq")
+            .values_list("kind", flat=True)
+            .first()
+        )
+        done = done or (
+            last in ("approved", "denied") and task.approval_requested_by == caller.agent
+        )
+    elif start_state == ApprovalState.REQUESTED and state != ApprovalState.REQUESTED:
+        done = True
+    return done, selectors.task_to_dict(view, with_children=True), state
+
+
+async def task_watch(caller: Caller, data: schemas.TaskWatchInput) -> Answer:
+    """Wait on the board's event stream (not a polling loop) until the task is done."""
+    number = selectors.parse_task_id(data.taskId)
+    timeout = min(float(data.timeoutSeconds), settings.KANBAN_WATCH_MAX_SECONDS)
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    group = group_name(caller.board.pk)
+    # Join before reading the state, so a change landing in between is not missed.
+    await layer.group_add(group, channel)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    try:
+        done, task, start_state = await sync_to_async(_watch_state)(caller, number, None)
+        while not done:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return Answer({"task": task, "timedOut": True})
+            try:
+                message = await asyncio.wait_for(layer.receive(channel), remaining)
+            except TimeoutError:
+                continue
+            if any(
+                e.get("taskId") == str(number) or e.get("kind") == "reset"
+                for e in message.get("events", ())
+            ):
+                done, task, _ = await sync_to_async(_watch_state)(caller, number, start_state)
+        return Answer(
+            {"task": task, "timedOut": False, **({"deleted": True} if task is None else {})}
+        )
+    finally:
+        await layer.group_discard(group, channel)

@@ -1,0 +1,171 @@
+"""Agent Kanban settings: one module, every value from the environment.
+
+Nothing set means SQLite (``db.sqlite3`` beside ``manage.py``) and Channels'
+in-memory layer. ``DATABASE_URL`` (``postgres://…``) and ``REDIS_URL`` switch to
+PostgreSQL and the Redis channel layer for more than one server process.
+"""
+
+import os
+from pathlib import Path
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def env_bool(name: str, default: bool) -> bool:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def env_list(name: str, default: str) -> list[str]:
+    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+def database_from_url(url: str) -> dict:
+    """Turn ``sqlite:///rel.db``, ``sqlite:////abs.db`` or ``postgres://…`` into a DATABASES entry."""
+    parts = urlsplit(url)
+    if parts.scheme == "sqlite":
+        # sqlite:////abs/path.db has path "//abs/path.db"; sqlite:///rel.db has "/rel.db".
+        raw = parts.path[1:] if parts.path.startswith("/") else parts.path
+        path = Path(unquote(raw)) if raw else BASE_DIR / "db.sqlite3"
+        if not path.is_absolute():
+            path = BASE_DIR / path
+        return sqlite_database(path)
+    if parts.scheme in {"postgres", "postgresql", "pgsql"}:
+        options = dict(parse_qsl(parts.query))
+        return {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": unquote(parts.path.lstrip("/")) or "postgres",
+            "USER": unquote(parts.username or ""),
+            "PASSWORD": unquote(parts.password or ""),
+            "HOST": parts.hostname or "",
+            "PORT": str(parts.port or ""),
+            "CONN_MAX_AGE": int(os.environ.get("CONN_MAX_AGE", "60")),
+            "CONN_HEALTH_CHECKS": True,
+            "OPTIONS": options,
+            "TEST": {"NAME": os.environ.get("TEST_DATABASE_NAME", "test_kanban")},
+        }
+    raise ValueError(f"DATABASE_URL scheme {parts.scheme!r} is not supported (sqlite or postgres)")
+
+
+def sqlite_database(path: Path) -> dict:
+    return {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": path,
+        "OPTIONS": {
+            # Writers take the lock at BEGIN and queue behind the busy timeout instead of
+            # failing with "database is locked" when they upgrade a read lock mid-transaction.
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 30,
+            "init_command": (
+                "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;"
+            ),
+        },
+        # Threads and forked servers in the tests need a file, never ":memory:".
+        "TEST": {"NAME": os.environ.get("TEST_DATABASE_NAME") or str(BASE_DIR / "test_db.sqlite3")},
+    }
+
+
+SECRET_KEY = os.environ.get("SECRET_KEY", "insecure-dev-key-set-SECRET_KEY-in-production")
+DEBUG = env_bool("DEBUG", False)
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "template_partials",
+    "django_htmx",
+    "channels",
+    "boards",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "kanban.urls"
+ASGI_APPLICATION = "kanban.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": database_from_url(os.environ["DATABASE_URL"])
+    if os.environ.get("DATABASE_URL")
+    else sqlite_database(BASE_DIR / "db.sqlite3")
+}
+
+REDIS_URL = os.environ.get("REDIS_URL", "")
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1000, "expiry": 30},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels.layers.InMemoryChannelLayer",
+            "CONFIG": {"capacity": 1000, "expiry": 30},
+        }
+    }
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+# Serve straight from the finders so the one-command start needs no collectstatic.
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
+
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "board-list"
+LOGOUT_REDIRECT_URL = "login"
+
+# Tool API: the largest request body accepted (413 beyond), and how long TaskWatch may wait.
+KANBAN_MAX_BODY_BYTES = int(os.environ.get("KANBAN_MAX_BODY_BYTES", str(256 * 1024)))
+KANBAN_WATCH_MAX_SECONDS = 300
+# An agent owning an in-progress task and silent for longer than this is flagged stale.
+KANBAN_AGENT_IDLE_SECONDS = int(os.environ.get("KANBAN_AGENT_IDLE_SECONDS", "300"))
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
+}

@@ -1,0 +1,28 @@
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import path
+from django.views.generic import RedirectView
+
+from boards import api, views
+
+urlpatterns = [
+    path("", RedirectView.as_view(pattern_name="board-list", permanent=False)),
+    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("admin/", admin.site.urls),
+    path("boards/", views.board_list, name="board-list"),
+    path("boards/<slug:slug>/", views.board_detail, name="board"),
+    path("boards/<slug:slug>/reset/", views.board_reset, name="board-reset"),
+    path("boards/<slug:slug>/tokens/", views.token_list, name="tokens"),
+    path(
+        "boards/<slug:slug>/tokens/<int:token_id>/revoke/", views.token_revoke, name="token-revoke"
+    ),
+    path("boards/<slug:slug>/messages/", views.message_send, name="message-send"),
+    path("boards/<slug:slug>/tasks/<int:number>/", views.task_detail, name="task"),
+    path(
+        "boards/<slug:slug>/tasks/<int:number>/<str:action>/", views.task_action, name="task-action"
+    ),
+    path("api/openapi.json", api.openapi, name="openapi"),
+    path("api/boards/<slug:slug>/tools", api.tool_list, name="tool-list"),
+    path("api/boards/<slug:slug>/tools/<str:tool>", api.tool_call, name="tool-call"),
+]

@@ -1,0 +1,165 @@
+// Agent Kanban board behaviour: keeps columns in number order, catches up on reconnect,
+// filters by owner, drags cards between columns, and flags agents that went quiet.
+(function () {
+  "use strict";
+
+  function board() { return document.getElementById("board"); }
+
+  function csrfToken() {
+    var match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
+    if (match) return decodeURIComponent(match[1]);
+    try { return JSON.parse(document.body.getAttribute("hx-headers:inherited"))["X-CSRFToken"]; }
+    catch (e) { return ""; }
+  }
+
+  // Pushed cards are appended to their column; the page keeps each column in number
+  // order so a pushed board and a reloaded one are the same DOM.
+  function sortColumns() {
+    document.querySelectorAll(".cards").forEach(function (list) {
+      var cards = Array.prototype.slice.call(list.children);
+      var sorted = true;
+      for (var i = 1; i < cards.length; i++) {
+        if (+cards[i - 1].dataset.taskId > +cards[i].dataset.taskId) { sorted = false; break; }
+      }
+      if (sorted) return;
+      cards.sort(function (a, b) { return +a.dataset.taskId - +b.dataset.taskId; });
+      cards.forEach(function (card) { list.appendChild(card); });
+    });
+  }
+
+  function socketUrl() {
+    var el = board();
+    var seq = document.getElementById("board-seq");
+    var scheme = location.protocol === "https:" ? "wss://" : "ws://";
+    return scheme + location.host + "/ws/boards/" + el.dataset.slug + "/?seq=" + (seq ? seq.dataset.seq : "");
+  }
+
+  function setLive(state) {
+    var el = document.getElementById("live-status");
+    if (!el) return;
+    el.dataset.state = state;
+    el.textContent = state === "live" ? "● live" : "○ reconnecting…";
+  }
+
+  function applyFilter() {
+    var select = document.getElementById("owner-filter");
+    var style = document.getElementById("owner-filter-style");
+    if (!select) return;
+    if (!style) {
+      style = document.createElement("style");
+      style.id = "owner-filter-style";
+      document.head.appendChild(style);
+    }
+    var owner = select.value;
+    style.textContent = owner
+      ? '#board .card:not([data-owner="' + CSS.escape(owner) + '"]) { display: none; }'
+      : "";
+  }
+
+  function markStale() {
+    var el = board();
+    if (!el) return;
+    var idle = +el.dataset.idleSeconds || 300;
+    var now = Date.now() / 1000;
+    var stale = {};
+    document.querySelectorAll("#roster .roster-row").forEach(function (row) {
+      var quiet = +row.dataset.inProgress > 0 && now - +row.dataset.lastSeen > idle;
+      row.classList.toggle("roster-row--stale", quiet);
+      if (quiet) stale[row.dataset.agent] = true;
+    });
+    document.querySelectorAll("#board .card").forEach(function (card) {
+      card.classList.toggle("card--stale", card.dataset.status === "in_progress" && !!stale[card.dataset.owner]);
+    });
+  }
+
+  function loadDetail(number) {
+    var el = board();
+    return fetch("/boards/" + el.dataset.slug + "/tasks/" + number + "/", {
+      headers: { "HX-Request": "true" }, credentials: "same-origin"
+    }).then(function (response) {
+      if (response.status === 404) return '<p class="muted">Task #' + number + " was deleted.</p>";
+      return response.text();
+    }).then(showDetail);
+  }
+
+  function showDetail(html) {
+    var detail = document.getElementById("detail");
+    detail.innerHTML = html;
+    if (window.htmx && htmx.process) htmx.process(detail);
+  }
+
+  function moveCard(number, column) {
+    var el = board();
+    var body = new URLSearchParams({ status: column });
+    fetch("/boards/" + el.dataset.slug + "/tasks/" + number + "/status/", {
+      method: "POST", body: body, credentials: "same-origin",
+      headers: { "X-CSRFToken": csrfToken(), "HX-Request": "true" }
+    }).then(function (response) { return response.text(); }).then(showDetail);
+  }
+
+  function setUpDragAndDrop() {
+    var el = board();
+    el.addEventListener("dragstart", function (event) {
+      var card = event.target.closest && event.target.closest(".card[draggable=true]");
+      if (!card) return;
+      event.dataTransfer.setData("text/plain", card.dataset.taskId);
+      event.dataTransfer.effectAllowed = "move";
+      card.classList.add("dragging");
+    });
+    el.addEventListener("dragend", function (event) {
+      var card = event.target.closest && event.target.closest(".card");
+      if (card) card.classList.remove("dragging");
+      document.querySelectorAll(".column.drop-target").forEach(function (c) { c.classList.remove("drop-target"); });
+    });
+    el.addEventListener("dragover", function (event) {
+      var column = event.target.closest && event.target.closest(".column");
+      if (!column || column.dataset.column === "blocked") return;
+      event.preventDefault();
+      column.classList.add("drop-target");
+    });
+    el.addEventListener("dragleave", function (event) {
+      var column = event.target.closest && event.target.closest(".column");
+      if (column && !column.contains(event.relatedTarget)) column.classList.remove("drop-target");
+    });
+    el.addEventListener("drop", function (event) {
+      var column = event.target.closest && event.target.closest(".column");
+      if (!column || column.dataset.column === "blocked") return;
+      event.preventDefault();
+      column.classList.remove("drop-target");
+      var number = event.dataTransfer.getData("text/plain");
+      if (number) moveCard(number, column.dataset.column);
+    });
+  }
+
+  function start() {
+    var el = board();
+    if (!el) return;
+    new MutationObserver(sortColumns).observe(el, { childList: true, subtree: true });
+    el.addEventListener("htmx:ws:before:connection", function (event) {
+      event.detail.connection.url = socketUrl();
+    });
+    el.addEventListener("htmx:ws:after:connection", function () { setLive("live"); });
+    el.addEventListener("htmx:ws:close", function () { setLive("down"); });
+    el.addEventListener("htmx:ws:after:message:incoming", function (event) {
+      // A visible-again tab reconnects without before:connection, so keep the URL current.
+      event.detail.connection.url = socketUrl();
+      applyFilter();
+      markStale();
+      var open = document.querySelector("#detail [data-detail-task]");
+      var text = event.detail.message && event.detail.message.data;
+      if (open && typeof text === "string") {
+        var number = open.dataset.detailTask;
+        if (text.indexOf('id="task-' + number + '"') !== -1) loadDetail(number);
+      }
+    });
+    document.getElementById("owner-filter").addEventListener("change", applyFilter);
+    setUpDragAndDrop();
+    setInterval(markStale, 10000);
+    window.addEventListener("pageshow", function (event) { if (event.persisted) location.reload(); });
+    sortColumns();
+    markStale();
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
+})();
