@@ -490,6 +490,9 @@ def _update(
             raise InvalidInput(f"status: unknown status {status!r}")
         if status == Status.IN_PROGRESS:
             _assert_can_start(task)
+        if Status.COMPLETED in (status, task.status):
+            # Dependents show "blocked by" only unfinished blockers: their cards change too.
+            work.touched.update(task.blocks.values_list("number", flat=True))
         diff["status"] = {"from": task.status, "to": status}
         task.status = status
         task.completed_at = work.now if status in TERMINAL_STATUSES else None

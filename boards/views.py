@@ -214,7 +214,7 @@ def _detail_context(board: Board, number: int) -> dict[str, Any]:
         "task": view.task,
         "history": selectors.task_history(board, number),
         "agents": list(Agent.objects.filter(board=board).values_list("name", flat=True)),
-        "statuses": [s for s in Status.values if s != view.task.status],
+        "statuses": [s for s in Status if s != view.task.status],
     }
 
 

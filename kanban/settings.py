@@ -6,6 +6,7 @@ PostgreSQL and the Redis channel layer for more than one server process.
 """
 
 import os
+import warnings
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlsplit
 
@@ -152,6 +153,8 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 # Serve straight from the finders so the one-command start needs no collectstatic.
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
+# Without collectstatic there is no STATIC_ROOT yet; the finders serve the files anyway.
+warnings.filterwarnings("ignore", message="No directory at")
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "board-list"

@@ -1,0 +1,90 @@
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from boards.models import Board
+from tests.factories import make_board, make_token
+
+
+@dataclass
+class Reply:
+    status: int
+    body: Any
+
+    @property
+    def error(self) -> dict:
+        return self.body["error"]
+
+
+@dataclass
+class AgentClient:
+    """An agent calling the tool API over HTTP with its token, through Django's test client."""
+
+    board: Board
+    token: str
+    name: str
+    client: Client
+
+    def call(
+        self, tool: str, body: Any = None, *, raw: bytes | None = None, headers: dict | None = None
+    ) -> Reply:
+        data = raw if raw is not None else (b"" if body is None else json.dumps(body).encode())
+        response = self.client.post(
+            f"/api/boards/{self.board.slug}/tools/{tool}",
+            data=data,
+            content_type="application/json",
+            headers={"Authorization": f"Bearer {self.token}", **(headers or {})},
+        )
+        return Reply(response.status_code, response.json())
+
+    def create(self, subject: str, **fields: Any) -> dict:
+        reply = self.call("TaskCreate", {"subject": subject, **fields})
+        assert reply.status == 200, reply.body
+        return reply.body["task"]
+
+
+@pytest.fixture
+def board(db) -> Board:
+    return make_board("team", "Team board")
+
+
+@pytest.fixture
+def other_board(db) -> Board:
+    return make_board("other", "Other board")
+
+
+@pytest.fixture
+def agent_factory(board) -> Callable[..., AgentClient]:
+    def make(name: str = "alice", on: Board | None = None) -> AgentClient:
+        target = on or board
+        return AgentClient(target, make_token(target, name), name, Client())
+
+    return make
+
+
+@pytest.fixture
+def alice(agent_factory) -> AgentClient:
+    return agent_factory("alice")
+
+
+@pytest.fixture
+def bob(agent_factory) -> AgentClient:
+    return agent_factory("bob")
+
+
+@pytest.fixture
+def person(db, django_user_model):
+    return django_user_model.objects.create_user(username="pat", password="pw-pat-123")
+
+
+@pytest.fixture
+def person_client(person) -> Client:
+    client = Client()
+    client.force_login(person)
+    return client
