@@ -229,6 +229,7 @@ async def task_watch(caller: Caller, data: schemas.TaskWatchInput) -> Answer:
         while not done:
             remaining = deadline - loop.time()
             if remaining <= 0:
+                _, task, _ = await sync_to_async(_watch_state)(caller, number, start_state)
                 return Answer({"task": task, "timedOut": True})
             try:
                 message = await asyncio.wait_for(layer.receive(channel), remaining)

@@ -1,4 +1,9 @@
-"""ASGI entry point: HTTP (Django, static files by whitenoise) and WebSocket (Channels)."""
+"""ASGI entry point: HTTP (Django, with static files) and WebSocket (Channels).
+
+Static files are served at the ASGI level rather than by a middleware: every
+middleware in the chain must be async-capable, or Django runs the whole request
+in a worker thread and each waiting TaskWatch would hold one.
+"""
 
 import os
 
@@ -15,7 +20,7 @@ from boards.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        "http": ASGIStaticFilesHandler(django_asgi_app),
         "websocket": AllowedHostsOriginValidator(
             AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
         ),

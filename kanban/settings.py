@@ -6,7 +6,7 @@ PostgreSQL and the Redis channel layer for more than one server process.
 """
 
 import os
-import warnings
+import tempfile
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlsplit
 
@@ -65,7 +65,11 @@ def sqlite_database(path: Path) -> dict:
             ),
         },
         # Threads and forked servers in the tests need a file, never ":memory:".
-        "TEST": {"NAME": os.environ.get("TEST_DATABASE_NAME") or str(BASE_DIR / "test_db.sqlite3")},
+        # One file per test process, so parallel runs never share a test database.
+        "TEST": {
+            "NAME": os.environ.get("TEST_DATABASE_NAME")
+            or str(Path(tempfile.gettempdir()) / f"agent-kanban-test-{os.getpid()}.sqlite3")
+        },
     }
 
 
@@ -81,7 +85,6 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
-    "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "template_partials",
     "django_htmx",
@@ -91,7 +94,6 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -150,12 +152,6 @@ USE_TZ = True
 STATIC_URL = "/static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-# Serve straight from the finders so the one-command start needs no collectstatic.
-WHITENOISE_USE_FINDERS = True
-WHITENOISE_AUTOREFRESH = DEBUG
-# Without collectstatic there is no STATIC_ROOT yet; the finders serve the files anyway.
-warnings.filterwarnings("ignore", message="No directory at")
-
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "board-list"
 LOGOUT_REDIRECT_URL = "login"
@@ -171,4 +167,6 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
+    # Refused tool calls (4xx) are answers, not server trouble.
+    "loggers": {"django.request": {"level": "ERROR"}},
 }

@@ -1,0 +1,247 @@
+"""The board's WebSocket through the real ASGI stack: origin check, login, pushes, catch-up (SPEC §5)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+from channels.testing import WebsocketCommunicator
+from django.conf import settings
+
+from boards import services
+from boards.models import Board
+from kanban.asgi import application
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ORIGIN = (b"origin", b"http://localhost")
+WAIT = 5  # seconds a frame may take at most; receiving returns as soon as it arrives
+
+Header = tuple[bytes, bytes]
+Opener = Callable[..., WebsocketCommunicator]
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    """The persona's password is hashed once per test; the default hasher is slow on purpose."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def session_cookie(person_client) -> Header:
+    """The logged-in person's session, as the browser would send it with the upgrade request."""
+    session = person_client.cookies[settings.SESSION_COOKIE_NAME].value
+    return (b"cookie", f"{settings.SESSION_COOKIE_NAME}={session}".encode())
+
+
+@pytest.fixture
+async def open_socket(session_cookie) -> AsyncIterator[Opener]:
+    """Make communicators (logged in, from our origin, unless told otherwise); all are
+    disconnected at the end, and the in-memory layer forgets them."""
+    opened: list[WebsocketCommunicator] = []
+
+    def make(path: str, headers: list[Header] | None = None) -> WebsocketCommunicator:
+        communicator = WebsocketCommunicator(
+            application, path, headers=[ORIGIN, session_cookie] if headers is None else headers
+        )
+        opened.append(communicator)
+        return communicator
+
+    yield make
+    for communicator in opened:
+        if communicator._future is not None and not communicator.future.done():
+            await communicator.disconnect()
+    await get_channel_layer().flush()
+
+
+async def current_seq(board: Board) -> int:
+    return await database_sync_to_async(
+        lambda: Board.objects.values_list("last_seq", flat=True).get(pk=board.pk)
+    )()
+
+
+async def create_task(board: Board, subject: str, **fields) -> int:
+    outcome = await database_sync_to_async(services.task_create)(
+        board=board, actor="alice", subject=subject, **fields
+    )
+    return outcome.task_number
+
+
+async def connected_at_current_seq(open_socket: Opener, board: Board) -> WebsocketCommunicator:
+    """A socket that has seen everything so far, so it gets nothing on connect."""
+    socket = open_socket(f"/ws/boards/{board.slug}/?seq={await current_seq(board)}")
+    connected, _ = await socket.connect()
+    assert connected
+    return socket
+
+
+def seq_in(frame: str) -> int:
+    match = re.search(r'id="board-seq" data-seq="(\d+)"', frame)
+    assert match, frame[:500]
+    return int(match.group(1))
+
+
+# --- who may connect ------------------------------------------------------------------------
+
+
+async def test_anonymous_socket_is_refused(open_socket, board):
+    socket = open_socket("/ws/boards/team/", headers=[ORIGIN])
+    connected, code = await socket.connect()
+    assert not connected
+    assert code == 4401
+
+
+async def test_socket_from_another_origin_is_refused(open_socket, board, session_cookie):
+    socket = open_socket(
+        "/ws/boards/team/", headers=[(b"origin", b"http://evil.example"), session_cookie]
+    )
+    connected, _ = await socket.connect()
+    assert not connected
+
+
+async def test_socket_without_an_origin_is_refused(open_socket, board, session_cookie):
+    socket = open_socket("/ws/boards/team/", headers=[session_cookie])
+    connected, _ = await socket.connect()
+    assert not connected
+
+
+async def test_socket_for_an_unknown_board_is_refused(open_socket, board):
+    connected, code = await open_socket("/ws/boards/nope/").connect()
+    assert not connected
+    assert code == 4404
+
+
+# --- pushes ---------------------------------------------------------------------------------
+
+
+async def test_socket_without_seq_gets_the_whole_board_on_connect(open_socket, board):
+    await create_task(board, "Already there")
+    socket = open_socket("/ws/boards/team/")
+    connected, _ = await socket.connect()
+    assert connected
+    frame = await socket.receive_from(timeout=WAIT)
+    assert 'id="cards-pending" hx-swap-oob="true"' in frame
+    assert 'data-task-id="1"' in frame
+    assert seq_in(frame) == 1
+
+
+async def test_change_made_through_the_service_pushes_the_card(open_socket, board):
+    socket = await connected_at_current_seq(open_socket, board)
+
+    await create_task(board, "Write docs")
+
+    frame = await socket.receive_from(timeout=WAIT)
+    assert 'id="task-1"' in frame
+    assert 'data-task-id="1"' in frame
+    assert "hx-swap-oob" in frame
+    assert 'hx-swap-oob="beforeend:#cards-pending"' in frame
+    assert "Write docs" in frame
+    assert seq_in(frame) == 1
+
+
+async def test_completing_a_blocker_moves_its_dependent_from_blocked_to_pending(open_socket, board):
+    await create_task(board, "First")
+    await create_task(board, "Second", blocked_by=["1"])
+    socket = await connected_at_current_seq(open_socket, board)
+
+    await database_sync_to_async(services.task_update)(
+        board=board, actor="alice", task_id=1, status="completed"
+    )
+
+    frame = await socket.receive_from(timeout=WAIT)
+    assert '<div id="task-1" hx-swap-oob="delete"></div>' in frame
+    assert '<div id="task-2" hx-swap-oob="delete"></div>' in frame
+    moved = frame[frame.index('<div id="task-2"') :]
+    assert moved.index('hx-swap-oob="beforeend:#cards-pending"') < moved.index('data-task-id="2"')
+    assert 'id="count-blocked" class="count" hx-swap-oob="true">0<' in frame
+
+
+async def test_a_persons_action_on_the_board_page_reaches_open_sockets(
+    open_socket, board, person_client
+):
+    await create_task(board, "Review the plan")
+    socket = await connected_at_current_seq(open_socket, board)
+
+    response = await sync_to_async(person_client.post)(
+        "/boards/team/tasks/1/reassign/", {"owner": "bob"}
+    )
+
+    assert response.status_code == 302
+    frame = await socket.receive_from(timeout=WAIT)
+    assert 'data-task-id="1"' in frame
+    assert 'data-owner="bob"' in frame
+
+
+async def test_a_boards_changes_never_reach_another_boards_socket(open_socket, board, other_board):
+    watching_other = await connected_at_current_seq(open_socket, other_board)
+    watching_team = await connected_at_current_seq(open_socket, board)
+
+    await create_task(board, "Only for team")
+
+    assert 'data-task-id="1"' in await watching_team.receive_from(timeout=WAIT)
+    assert await watching_other.receive_nothing(timeout=0.3)
+
+
+# --- catch-up -------------------------------------------------------------------------------
+
+
+async def test_reconnecting_with_seq_gets_the_cards_it_missed(open_socket, board):
+    first = await connected_at_current_seq(open_socket, board)
+    await create_task(board, "Seen before the drop")
+    seen = seq_in(await first.receive_from(timeout=WAIT))
+    await first.disconnect()
+
+    await create_task(board, "Missed one")
+    await create_task(board, "Missed two")
+    again = open_socket(f"/ws/boards/team/?seq={seen}")
+    connected, _ = await again.connect()
+
+    assert connected
+    frame = await again.receive_from(timeout=WAIT)
+    assert 'data-task-id="2"' in frame
+    assert 'data-task-id="3"' in frame
+    assert 'id="task-1"' not in frame
+    assert seq_in(frame) == 3
+
+
+async def test_reconnecting_with_the_current_seq_gets_nothing(open_socket, board):
+    await create_task(board, "One")
+    await create_task(board, "Two")
+    socket = open_socket(f"/ws/boards/team/?seq={await current_seq(board)}")
+    connected, _ = await socket.connect()
+    assert connected
+    assert await socket.receive_nothing(timeout=0.3)
+
+
+async def test_reconnecting_after_a_reset_gets_the_whole_board(open_socket, board):
+    await create_task(board, "Old")
+    seen = await current_seq(board)
+    await database_sync_to_async(services.board_reset)(board=board, actor="pat")
+    await create_task(board, "New")
+    socket = open_socket(f"/ws/boards/team/?seq={seen}")
+    connected, _ = await socket.connect()
+    assert connected
+    frame = await socket.receive_from(timeout=WAIT)
+    assert 'id="cards-pending" hx-swap-oob="true"' in frame
+    assert "New" in frame
+    assert "Old" not in frame
+
+
+# --- the socket only pushes -----------------------------------------------------------------
+
+
+async def test_a_client_frame_closes_only_that_socket(open_socket, board):
+    talker = await connected_at_current_seq(open_socket, board)
+    listener = await connected_at_current_seq(open_socket, board)
+
+    await talker.send_to(text_data="hello")
+
+    closed = await talker.receive_output(timeout=WAIT)
+    assert closed["type"] == "websocket.close"
+    assert closed["code"] == 4400
+    await create_task(board, "Still live")
+    assert 'data-task-id="1"' in await listener.receive_from(timeout=WAIT)

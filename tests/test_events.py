@@ -1,0 +1,83 @@
+"""Every change records its events and publishes after commit; a failed broadcast never fails a write."""
+
+import pytest
+
+from boards import events, services
+from boards.models import Event, Task
+from tests.factories import make_task
+
+
+def kinds(board):
+    return list(
+        Event.objects.filter(board=board).order_by("seq").values_list("kind", "task_number")
+    )
+
+
+def test_completing_a_blocker_records_status_and_unblocked_events(board):
+    make_task(board, "A")
+    make_task(board, "B", blocked_by=["1"])
+    start = Event.objects.filter(board=board).count()
+    services.task_update(board=board, actor="alice", task_id="1", status="completed")
+    new = list(Event.objects.filter(board=board).order_by("seq")[start:])
+    assert [(e.kind, e.task_number, e.actor) for e in new] == [
+        ("status", 1, "alice"),
+        ("unblocked", 2, "alice"),
+    ]
+    assert new[0].data == {"fields": {"status": {"from": "pending", "to": "completed"}}}
+
+
+def test_event_sequence_is_per_board_and_gapless(board, other_board):
+    make_task(board, "A")
+    make_task(other_board, "X")
+    make_task(board, "B")
+    assert list(Event.objects.filter(board=board).values_list("seq", flat=True)) == [1, 2]
+    assert list(Event.objects.filter(board=other_board).values_list("seq", flat=True)) == [1]
+
+
+def test_claim_records_a_claimed_event_and_noop_records_nothing(board):
+    make_task(board, "A")
+    services.task_claim(board=board, agent="alice", task_id="1")
+    services.task_claim(board=board, agent="alice", task_id="1")
+    assert kinds(board) == [("created", 1), ("claimed", 1)]
+
+
+def test_refused_write_records_nothing(board):
+    make_task(board, "A")
+    make_task(board, "B", blocked_by=["1"])
+    before = kinds(board)
+    with pytest.raises(services.Conflict):
+        services.task_claim(board=board, agent="alice", task_id="2")
+    assert kinds(board) == before
+
+
+def test_publish_waits_for_commit(board, django_capture_on_commit_callbacks, monkeypatch):
+    sent = []
+    monkeypatch.setattr(events, "_send", lambda *args: sent.append(args))
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        make_task(board, "A")
+    assert sent == []
+    assert len(callbacks) == 1
+    callbacks[0]()
+    board_id, payload_events, touched, reset = sent[0]
+    assert board_id == board.pk
+    assert [e["kind"] for e in payload_events] == ["created"]
+    assert touched == [1]
+    assert reset is False
+
+
+def test_a_failing_broadcast_does_not_fail_the_write(
+    board, django_capture_on_commit_callbacks, monkeypatch
+):
+    def broken_layer():
+        raise ConnectionError("redis is down")
+
+    monkeypatch.setattr(events, "get_channel_layer", broken_layer)
+    with django_capture_on_commit_callbacks(execute=True):
+        outcome = services.task_create(board=board, actor="alice", subject="Still saved")
+    assert Task.objects.get(board=board, number=outcome.task_number).subject == "Still saved"
+
+
+def test_reset_records_a_reset_event_and_keeps_the_log(board):
+    make_task(board, "A")
+    services.board_reset(board=board, actor="pat")
+    assert kinds(board) == [("created", 1), ("reset", None)]
