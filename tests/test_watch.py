@@ -100,7 +100,7 @@ async def test_watch_after_a_decision_the_requester_missed_returns_at_once():
     await database_sync_to_async(services.approval_decide)(
         board=board, person="pat", task_id="1", approve=False, note="no"
     )
-    status, body = await asyncio.wait_for(call(token, "TaskWatch", {"taskId": "1"}), 2)
+    _, body = await asyncio.wait_for(call(token, "TaskWatch", {"taskId": "1"}), 2)
     assert body["task"]["status"] == "cancelled"
     assert body["task"]["approval"]["note"] == "no"
 
@@ -116,7 +116,7 @@ async def test_watch_of_a_deleted_task_returns_deleted():
 
 
 async def test_watch_of_an_unknown_task_is_404():
-    board, token = await setup_board()
+    _, token = await setup_board()
     status, body = await call(token, "TaskWatch", {"taskId": "9"})
     assert status == 404
     assert body["error"]["code"] == "task_not_found"
