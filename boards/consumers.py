@@ -13,6 +13,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 
 from . import events
 from .models import Board
+from .views import header_context, render_header_parts
 
 # Close codes in the 4xxx range make the browser's extension give up instead of reconnecting.
 CLOSE_UNAUTHENTICATED = 4401
@@ -40,7 +41,7 @@ class BoardConsumer(AsyncWebsocketConsumer):
         self.board_id = board.pk
         self.group = events.group_name(board.pk)
         self.card_seq: dict[str, int] = {}
-        self.header_seq = -1
+        self.header_sent: dict[str, tuple[int, str]] = {}
         self.sent_seq = 0
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
@@ -60,6 +61,9 @@ class BoardConsumer(AsyncWebsocketConsumer):
     def _missed(self, board: Board, since: int) -> dict | None:
         board.refresh_from_db(fields=["last_seq"])
         if since == board.last_seq:
+            # The page is current: remember its header so the first push sends only changes.
+            parts = render_header_parts(header_context(board))
+            self.header_sent = {key: (since, html) for key, html in parts.items()}
             return None
         if since < 0 or since > board.last_seq:
             return events.render_update(board.pk, (), full=True)
@@ -79,16 +83,20 @@ class BoardConsumer(AsyncWebsocketConsumer):
         parts = []
         if message.get("full"):
             parts.append(message["full"])
-            self.header_seq = label
+            self.header_sent = {}
             self.card_seq = {}
         for number, html in message.get("cards", {}).items():
             # Drop a fragment that arrives after a newer render of the same card.
             if self.card_seq.get(number, -1) <= label:
                 self.card_seq[number] = label
                 parts.append(html)
-        if message.get("header") and label >= self.header_seq:
-            self.header_seq = label
-            parts.append(message["header"])
+        for part_id, html in (message.get("header") or {}).items():
+            # Unchanged header parts are not resent: a person typing a deny note in the
+            # approvals strip keeps it while other cards move.
+            seen_seq, seen_html = self.header_sent.get(part_id, (-1, ""))
+            if label >= seen_seq and html != seen_html:
+                self.header_sent[part_id] = (label, html)
+                parts.append(html)
         if not parts:
             return
         self.sent_seq = max(self.sent_seq, label)

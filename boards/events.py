@@ -3,7 +3,7 @@
 A change is sent to the channel-layer group ``board_<id>`` as one message::
 
     {"type": "board.update", "seq": 42, "events": [...], "cards": {"3": "<html>"},
-     "header": "<html>", "full": None}
+     "header": {"board-summary": "<html>", "approvals": "<html>", ...}, "full": None}
 
 ``seq`` labels the state the fragments were rendered from: it is read before the
 tasks, so the fragments are at least that new. Consumers use it to drop a

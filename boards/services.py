@@ -900,13 +900,19 @@ def agent_seen(*, board: Board, agent: str, min_interval: float = 5.0) -> bool:
     does not turn every read into a write.
     """
     now = timezone.now()
-    updated = Agent.objects.filter(
-        board=board, name=agent, last_seen__lt=now - timezone.timedelta(seconds=min_interval)
-    ).update(last_seen=now)
-    if updated:
-        return True
-    _, created = Agent.objects.get_or_create(board=board, name=agent, defaults={"last_seen": now})
-    return created
+    changed = bool(
+        Agent.objects.filter(
+            board=board, name=agent, last_seen__lt=now - timezone.timedelta(seconds=min_interval)
+        ).update(last_seen=now)
+    )
+    if not changed:
+        _, changed = Agent.objects.get_or_create(
+            board=board, name=agent, defaults={"last_seen": now}
+        )
+    if changed:
+        # The roster lives in the board's header: re-render it on every open board.
+        events.publish(board, [], ())
+    return changed
 
 
 def token_issue(*, board: Board, agent: str = "", team: bool = False, created_by: str = "") -> str:

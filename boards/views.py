@@ -109,7 +109,7 @@ def board_context(board: Board) -> dict[str, Any]:
     }
 
 
-def _header_context(board: Board) -> dict[str, Any]:
+def header_context(board: Board) -> dict[str, Any]:
     counts = selectors.board_counts(board)
     total = sum(
         counts[k] for k in ("pending", "blocked", "in_progress", "completed", "failed", "cancelled")
@@ -149,12 +149,12 @@ def render_board_fragments(
         context = board_context(board)
         context["oob"] = True
         html = render_to_string("boards/board.html#board-body", context)
-        return {"seq": context["seq"], "full": html, "cards": {}, "header": ""}
+        return {"seq": context["seq"], "full": html, "cards": {}, "header": {}}
     seq = board.last_seq
     numbers = sorted(set(numbers))
     views = selectors.task_views(board, numbers)
-    roster = _roster(board) if views else []
-    stale = _stale_agents(roster)
+    header = header_context(board)
+    stale = _stale_agents(header["roster"])
     cards: dict[str, str] = {}
     for number in numbers:
         html = f'<div id="task-{number}" hx-swap-oob="delete"></div>'
@@ -165,8 +165,19 @@ def render_board_fragments(
             )
             html += f'<template hx-swap-oob="beforeend:#cards-{view.column}">{card}</template>'
         cards[str(number)] = html
-    header = render_to_string("boards/board.html#header", _header_context(board))
-    return {"seq": seq, "cards": cards, "header": header, "full": None}
+    return {"seq": seq, "cards": cards, "header": render_header_parts(header), "full": None}
+
+
+def render_header_parts(context: dict[str, Any]) -> dict[str, str]:
+    """The board's header pieces by element id, each pushed only when it changed."""
+    parts = {
+        "board-summary": render_to_string("boards/board.html#summary", context),
+        "approvals": render_to_string("boards/board.html#approvals", context),
+        "roster": render_to_string("boards/roster.html", context),
+    }
+    for col in context["columns"]:
+        parts[f"count-{col['key']}"] = render_to_string("boards/board.html#count", {**context, "col": col})
+    return parts
 
 
 @login_required
