@@ -188,8 +188,10 @@ def board_snapshot(board: Board) -> BoardSnapshot:
     return BoardSnapshot(board=board, views=views)
 
 
-def task_views(board: Board, numbers: Iterable[int]) -> dict[int, TaskView]:
-    """Views of a few tasks (the ones a write touched), in a constant number of queries."""
+def task_views(
+    board: Board, numbers: Iterable[int], *, with_children: bool = True
+) -> dict[int, TaskView]:
+    """Views of a few tasks (the ones a write touched), in two or three queries."""
     numbers = set(numbers)
     if not numbers:
         return {}
@@ -200,7 +202,11 @@ def task_views(board: Board, numbers: Iterable[int]) -> dict[int, TaskView]:
             "task_id", "task__number", "blocker_id", "blocker__number", "blocker__status"
         )
     )
-    child_rows = Task.objects.filter(parent_id__in=pks).values_list("parent_id", "number")
+    child_rows = (
+        Task.objects.filter(parent_id__in=pks).values_list("parent_id", "number")
+        if with_children
+        else ()
+    )
     children: dict[int, list[int]] = {}
     for parent_pk, number in child_rows:
         children.setdefault(parent_pk, []).append(number)
@@ -338,32 +344,28 @@ def unread_count(board: Board, agent: str) -> int:
 
 
 def board_counts(board: Board) -> dict[str, int]:
-    """The column counts without loading the tasks: three aggregate queries."""
-    from django.db.models import Count
+    """The column counts without loading the tasks, in one aggregate query."""
+    from django.db.models import Count, Exists, OuterRef
 
-    counts = dict.fromkeys(COUNT_KEYS, 0)
-    for status, n in (
-        Task.objects.filter(board=board).values_list("status").annotate(n=Count("id")).order_by()
-    ):
-        counts[status] = n
-    blocked_pending = (
-        Dependency.objects.filter(board=board, task__status=Status.PENDING)
-        .exclude(blocker__status=Status.COMPLETED)
-        .values("task_id")
-        .distinct()
+    open_blocker = Dependency.objects.filter(task=OuterRef("pk")).exclude(
+        blocker__status=Status.COMPLETED
     )
-    blocked = blocked_pending.count()
-    counts["blocked"] = blocked
-    counts["pending"] -= blocked
-    awaiting = (
-        Task.objects.filter(
-            board=board, status=Status.PENDING, approval_state=ApprovalState.REQUESTED
+    pending = Q(status=Status.PENDING)
+    free = Q(is_blocked=False)
+    counts = (
+        Task.objects.filter(board=board)
+        .annotate(is_blocked=Exists(open_blocker))
+        .aggregate(
+            pending=Count("pk", filter=pending & free),
+            blocked=Count("pk", filter=pending & Q(is_blocked=True)),
+            in_progress=Count("pk", filter=Q(status=Status.IN_PROGRESS)),
+            completed=Count("pk", filter=Q(status=Status.COMPLETED)),
+            failed=Count("pk", filter=Q(status=Status.FAILED)),
+            cancelled=Count("pk", filter=Q(status=Status.CANCELLED)),
+            ready=Count("pk", filter=pending & free & ~Q(approval_state=ApprovalState.REQUESTED)),
         )
-        .exclude(pk__in=blocked_pending)
-        .count()
     )
-    counts["ready"] = counts["pending"] - awaiting
-    return counts
+    return {key: counts[key] for key in COUNT_KEYS}
 
 
 def approval_requests(board: Board) -> list[Task]:

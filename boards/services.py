@@ -73,9 +73,17 @@ class _Work:
         self.touched: set[int] = set()
         self.created: set[int] = set()
         self.deleted: set[int] = set()
+        # Tasks whose own status a call changed: their change is reported, not an auto_(un)block.
+        self.restatused: set[int] = set()
         self.edges_changed = False
         self.reset = False
-        self.blocked_before = blocked_numbers(board)
+        # Which tasks were blocked before the first change that can (un)block any:
+        # a status change, an edge change or a delete. Other writes skip both reads.
+        self.blocked_before: set[int] | None = None
+
+    def graph_may_change(self) -> None:
+        if self.blocked_before is None:
+            self.blocked_before = blocked_numbers(self.board)
 
     def record(self, kind: str, number: int | None, **data: Any) -> None:
         self.board.last_seq += 1
@@ -98,13 +106,14 @@ class _Work:
     def finish(self) -> None:
         if self.edges_changed:
             _assert_acyclic(self.board)
-        after = blocked_numbers(self.board)
-        for number in sorted(self.blocked_before - after - self.deleted):
-            self.record("unblocked", number)
-            self.change("auto_unblock", number)
-        for number in sorted(after - self.blocked_before - self.created):
-            self.record("blocked", number)
-            self.change("auto_block", number)
+        if self.blocked_before is not None:
+            after = blocked_numbers(self.board)
+            for number in sorted(self.blocked_before - after - self.deleted - self.restatused):
+                self.record("unblocked", number)
+                self.change("auto_unblock", number)
+            for number in sorted(after - self.blocked_before - self.created - self.restatused):
+                self.record("blocked", number)
+                self.change("auto_block", number)
         Event.objects.bulk_create(self.events)
         Board.objects.filter(pk=self.board.pk).update(
             last_seq=self.board.last_seq,
@@ -286,6 +295,7 @@ def _add_edges(
     rows = [Dependency(board=work.board, task=task, blocker=b) for b in blockers]
     rows += [Dependency(board=work.board, task=d, blocker=task) for d in dependents]
     if rows:
+        work.graph_may_change()
         Dependency.objects.bulk_create(rows, ignore_conflicts=True)
         work.edges_changed = True
         work.touched.update(t.number for t in [*blockers, *dependents])
@@ -464,6 +474,7 @@ def _update(
         for ref in fields.get("remove_blocked_by") or ()
     ]
     if removed:
+        work.graph_may_change()
         count, _ = Dependency.objects.filter(task=task, blocker__in=removed).delete()
         if count:
             work.edges_changed = True
@@ -490,6 +501,8 @@ def _update(
             raise InvalidInput(f"status: unknown status {status!r}")
         if status == Status.IN_PROGRESS:
             _assert_can_start(task)
+        work.graph_may_change()
+        work.restatused.add(task.number)
         if Status.COMPLETED in (status, task.status):
             # Dependents show "blocked by" only unfinished blockers: their cards change too.
             work.touched.update(task.blocks.values_list("number", flat=True))
@@ -510,6 +523,7 @@ def _update(
 
 
 def _delete(work: _Work, task: Task) -> None:
+    work.graph_may_change()
     for child in Task.objects.filter(parent=task):
         Task.objects.filter(pk=child.pk).update(
             parent=None, version=F("version") + 1, updated_at=work.now
@@ -649,7 +663,7 @@ def _claim(work: _Work, task: Task) -> Outcome:
 def task_claim_next(*, board: Board, agent: str) -> Outcome:
     """Claim the lowest-numbered ready task, atomically; ``task_number`` is None when none is ready."""
     with _work(board, agent) as work:
-        blocked = work.blocked_before
+        blocked = blocked_numbers(work.board)
         candidates = (
             Task.objects.filter(board=work.board, status=Status.PENDING)
             .exclude(approval_state=ApprovalState.REQUESTED)
@@ -746,7 +760,7 @@ def board_reset(*, board: Board, actor: str) -> Outcome:
     with _work(board, actor) as work:
         Task.objects.filter(board=work.board).delete()
         work.board.task_counter = 0
-        work.blocked_before = set()
+        work.blocked_before = set()  # nothing is left to report as unblocked
         work.reset = True
         work.record("reset", None)
     return Outcome(None, work.changes)

@@ -21,7 +21,7 @@ from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET, require_POST
 
 from . import selectors, services
-from .errors import ServiceError
+from .errors import InvalidInput, ServiceError
 from .models import Agent, AgentToken, Board, Status, Task
 
 COLUMN_TITLES = {
@@ -42,32 +42,41 @@ def _person(request: HttpRequest) -> str:
     return request.user.get_username()
 
 
-def _roster(board: Board, snapshot: selectors.BoardSnapshot | None = None) -> list[dict[str, Any]]:
-    """Every agent seen on the board, with what it owns and whether it went quiet."""
+def _roster(board: Board) -> list[dict[str, Any]]:
+    """Every agent seen on the board, with what it owns and whether it went quiet (one query)."""
+    from django.db.models import Count, OuterRef, Subquery
+    from django.db.models.functions import Coalesce
+
     idle = timezone.now() - timezone.timedelta(seconds=settings.KANBAN_AGENT_IDLE_SECONDS)
-    owned: dict[str, list[Task]] = {}
-    tasks: Iterable[Task] = (
-        (v.task for v in snapshot.views.values())
-        if snapshot is not None
-        else Task.objects.filter(board=board).exclude(owner="").only("owner", "status", "number")
-    )
-    for task in tasks:
-        if task.owner:
-            owned.setdefault(task.owner, []).append(task)
-    rows = []
-    for agent in Agent.objects.filter(board=board).order_by("name"):
-        mine = owned.get(agent.name, [])
-        in_progress = [t for t in mine if t.status == Status.IN_PROGRESS]
-        rows.append(
-            {
-                "name": agent.name,
-                "last_seen": agent.last_seen,
-                "owned": len([t for t in mine if not t.is_terminal]),
-                "in_progress": len(in_progress),
-                "stale": bool(in_progress) and agent.last_seen < idle,
-            }
+
+    def owned(*statuses: str) -> Coalesce:
+        counted = (
+            Task.objects.filter(board=board, owner=OuterRef("name"), status__in=statuses)
+            .order_by()
+            .values("owner")
+            .annotate(n=Count("pk"))
+            .values("n")
         )
-    return rows
+        return Coalesce(Subquery(counted), 0)
+
+    agents = (
+        Agent.objects.filter(board=board)
+        .order_by("name")
+        .annotate(
+            open_count=owned(Status.PENDING, Status.IN_PROGRESS),
+            in_progress_count=owned(Status.IN_PROGRESS),
+        )
+    )
+    return [
+        {
+            "name": agent.name,
+            "last_seen": agent.last_seen,
+            "owned": agent.open_count,
+            "in_progress": agent.in_progress_count,
+            "stale": bool(agent.in_progress_count) and agent.last_seen < idle,
+        }
+        for agent in agents
+    ]
 
 
 def _stale_agents(roster: list[dict[str, Any]]) -> set[str]:
@@ -82,7 +91,7 @@ def board_context(board: Board) -> dict[str, Any]:
     columns = {key: [] for key in COLUMN_TITLES}
     for view in snapshot.ordered():
         columns[view.column].append(view)
-    roster = _roster(board, snapshot)
+    roster = _roster(board)
     owners = sorted(
         {v.task.owner for v in snapshot.views.values() if v.task.owner}
         | {r["name"] for r in roster}
@@ -152,7 +161,7 @@ def render_board_fragments(
         return {"seq": context["seq"], "full": html, "cards": {}, "header": {}}
     seq = board.last_seq
     numbers = sorted(set(numbers))
-    views = selectors.task_views(board, numbers)
+    views = selectors.task_views(board, numbers, with_children=False)
     header = header_context(board)
     stale = _stale_agents(header["roster"])
     cards: dict[str, str] = {}
@@ -176,7 +185,9 @@ def render_header_parts(context: dict[str, Any]) -> dict[str, str]:
         "roster": render_to_string("boards/roster.html", context),
     }
     for col in context["columns"]:
-        parts[f"count-{col['key']}"] = render_to_string("boards/board.html#count", {**context, "col": col})
+        parts[f"count-{col['key']}"] = render_to_string(
+            "boards/board.html#count", {**context, "col": col}
+        )
     return parts
 
 
@@ -255,6 +266,9 @@ def _run_action(request: HttpRequest, board: Board, number: int, action: str) ->
         status = post.get("status", "")
         if status in DROP_STATUS:
             status = DROP_STATUS[status]
+        if status not in Status.values:
+            # Deleting has its own confirmed action; a status post never deletes.
+            raise InvalidInput(f"status: unknown status {status[:40]!r}")
         services.task_update(board=board, actor=person, task_id=number, status=status)
     elif action == "reassign":
         services.task_reassign(

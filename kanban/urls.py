@@ -22,6 +22,7 @@ urlpatterns = [
     path(
         "boards/<slug:slug>/tasks/<int:number>/<str:action>/", views.task_action, name="task-action"
     ),
+    path("healthz", api.healthz, name="healthz"),
     path("api/openapi.json", api.openapi, name="openapi"),
     path("api/boards/<slug:slug>/tools", api.tool_list, name="tool-list"),
     path("api/boards/<slug:slug>/tools/<str:tool>", api.tool_call, name="tool-call"),

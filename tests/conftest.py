@@ -49,6 +49,12 @@ class AgentClient:
         return reply.body["task"]
 
 
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    """Personas' passwords are hashed once per test; the default hasher is slow on purpose."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 @pytest.fixture
 def board(db) -> Board:
     return make_board("team", "Team board")

@@ -25,12 +25,6 @@ Header = tuple[bytes, bytes]
 Opener = Callable[..., WebsocketCommunicator]
 
 
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    """The persona's password is hashed once per test; the default hasher is slow on purpose."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def session_cookie(person_client) -> Header:
     """The logged-in person's session, as the browser would send it with the upgrade request."""
