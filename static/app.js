@@ -37,6 +37,7 @@
   function setLive(state) {
     var el = document.getElementById("live-status");
     if (!el) return;
+    document.documentElement.dataset.live = state;
     el.dataset.state = state;
     el.textContent = state === "live" ? "● live" : "○ reconnecting…";
   }
@@ -131,27 +132,30 @@
     });
   }
 
+  // Registered when this script runs, before htmx (loaded after it) opens the socket,
+  // on document because the extension's events bubble up from the #board element.
+  document.addEventListener("htmx:ws:before:connection", function (event) {
+    if (board()) event.detail.connection.url = socketUrl();
+  });
+  document.addEventListener("htmx:ws:after:connection", function () { setLive("live"); });
+  document.addEventListener("htmx:ws:close", function () { setLive("down"); });
+  document.addEventListener("htmx:ws:after:message:incoming", function (event) {
+    // A visible-again tab reconnects without before:connection, so keep the URL current.
+    event.detail.connection.url = socketUrl();
+    applyFilter();
+    markStale();
+    var open = document.querySelector("#detail [data-detail-task]");
+    var text = event.detail.message && event.detail.message.data;
+    if (open && typeof text === "string") {
+      var number = open.dataset.detailTask;
+      if (text.indexOf('id="task-' + number + '"') !== -1) loadDetail(number);
+    }
+  });
+
   function start() {
     var el = board();
     if (!el) return;
     new MutationObserver(sortColumns).observe(el, { childList: true, subtree: true });
-    el.addEventListener("htmx:ws:before:connection", function (event) {
-      event.detail.connection.url = socketUrl();
-    });
-    el.addEventListener("htmx:ws:after:connection", function () { setLive("live"); });
-    el.addEventListener("htmx:ws:close", function () { setLive("down"); });
-    el.addEventListener("htmx:ws:after:message:incoming", function (event) {
-      // A visible-again tab reconnects without before:connection, so keep the URL current.
-      event.detail.connection.url = socketUrl();
-      applyFilter();
-      markStale();
-      var open = document.querySelector("#detail [data-detail-task]");
-      var text = event.detail.message && event.detail.message.data;
-      if (open && typeof text === "string") {
-        var number = open.dataset.detailTask;
-        if (text.indexOf('id="task-' + number + '"') !== -1) loadDetail(number);
-      }
-    });
     document.getElementById("owner-filter").addEventListener("change", applyFilter);
     setUpDragAndDrop();
     setInterval(markStale, 10000);

@@ -243,12 +243,16 @@ class Command(BaseCommand):
             browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
             context = browser.new_context()
             self.login(context, server)
+            state = context.storage_state()
             opened = []
             for _ in range(pages):
-                page = context.new_page()
+                # One context per page: a page in the background of a shared context counts
+                # as a hidden tab, and the board pauses its socket while hidden.
+                page = browser.new_context(storage_state=state).new_page()
                 page.goto(f"{server.base}/boards/{slug}/")
                 page.wait_for_function(
-                    "document.getElementById('live-status').dataset.state === 'live'"
+                    "document.getElementById('live-status').dataset.state === 'live'",
+                    timeout=10_000,
                 )
                 page.evaluate(OBSERVER_JS)
                 opened.append(page)
