@@ -52,9 +52,11 @@
       document.head.appendChild(style);
     }
     var owner = select.value;
-    style.textContent = owner
+    var rule = owner
       ? '#board .card:not([data-owner="' + CSS.escape(owner) + '"]) { display: none; }'
       : "";
+    // Rewriting an unchanged style sheet would restyle the whole page on every push.
+    if (style.textContent !== rule) style.textContent = rule;
   }
 
   function markStale() {
@@ -142,7 +144,6 @@
   document.addEventListener("htmx:ws:after:message:incoming", function (event) {
     // A visible-again tab reconnects without before:connection, so keep the URL current.
     event.detail.connection.url = socketUrl();
-    applyFilter();
     markStale();
     var open = document.querySelector("#detail [data-detail-task]");
     var text = event.detail.message && event.detail.message.data;

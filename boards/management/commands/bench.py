@@ -44,14 +44,20 @@ CHROMIUM_ARGS = [
 # Records, in the page, when the expected card first stands in the expected column.
 OBSERVER_JS = """
 () => {
-  window.__expect = null; window.__seen = {};
+  window.__expect = null; window.__seen = {}; window.__waiters = {};
   const check = () => {
     const e = window.__expect;
     if (!e || window.__seen[e.key]) return;
     if (document.querySelector(`[data-column="${e.column}"] [data-task-id="${e.id}"]`)) {
-      window.__seen[e.key] = performance.timeOrigin + performance.now();
+      const at = performance.timeOrigin + performance.now();
+      window.__seen[e.key] = at;
+      if (window.__waiters[e.key]) window.__waiters[e.key](at);
     }
   };
+  // Resolves when the card is seen, so the harness waits without polling the page.
+  window.__wait = key => new Promise(resolve => {
+    if (window.__seen[key]) resolve(window.__seen[key]); else window.__waiters[key] = resolve;
+  });
   new MutationObserver(check).observe(document.getElementById("board"), {childList: true, subtree: true});
 }
 """
@@ -279,8 +285,7 @@ class Command(BaseCommand):
                 status, _ = agent.call(tool, body)
                 assert status == 200, (tool, status)
                 for page in opened:
-                    page.wait_for_function(f"window.__seen['{key}'] !== undefined", timeout=10_000)
-                    samples.append(page.evaluate(f"window.__seen['{key}']") - sent)
+                    samples.append(page.evaluate("key => window.__wait(key)", key) - sent)
             browser.close()
         return {
             "pages": pages,
