@@ -131,11 +131,12 @@ def _prepare(request: HttpRequest, slug: str, tool: str) -> tuple[tools.Caller, 
 
 def _run_sync(
     request: HttpRequest, slug: str, tool: str
-) -> tuple[tools.Caller | None, Any, tools.Answer | None]:
+) -> tuple[tools.Caller, Any, tools.Answer | None]:
     caller, data = _prepare(request, slug, tool)
     if tool == "TaskWatch":
         return caller, data, None
-    answer = tools.SYNC_HANDLERS[tool](caller, data)
+    handler: Any = tools.SYNC_HANDLERS[tool]
+    answer: tools.Answer = handler(caller, data)
     answer.body["unreadMessages"] = selectors.unread_count(caller.board, caller.agent)
     return caller, data, answer
 

@@ -56,7 +56,7 @@ class Task(models.Model):
     parent = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children"
     )
-    blocked_by = models.ManyToManyField(
+    blocked_by: "models.ManyToManyField[Task, Dependency]" = models.ManyToManyField(
         "self",
         through="Dependency",
         through_fields=("task", "blocker"),

@@ -133,7 +133,7 @@ def task_to_dict(view: TaskView, *, with_children: bool = False) -> dict:
 
 def view_parent_number(task: Task) -> int | None:
     # Loaded by select_related / the snapshot, so reading it costs no query.
-    return task.parent.number if task.parent_id else None
+    return task.parent.number if task.parent is not None else None
 
 
 @dataclass
@@ -296,7 +296,7 @@ def tree_order(views: list[TaskView]) -> list[TaskView]:
     return ordered
 
 
-STATUS_MARKS = {
+STATUS_MARKS: dict[str, str] = {
     Status.PENDING: " ",
     Status.IN_PROGRESS: ">",
     Status.COMPLETED: "x",

@@ -13,6 +13,7 @@ import secrets
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
@@ -266,7 +267,7 @@ def _resolve(
 ) -> Task:
     """A task referenced from ``owner``'s ``field_name``; unknown ones are named in the error."""
     if refs and isinstance(ident, str) and ident in refs:
-        number = refs[ident]
+        number: int | None = refs[ident]
     else:
         text = str(ident).strip().lstrip("#")
         number = int(text) if text.isdigit() and len(text) < 10 else None
@@ -462,7 +463,7 @@ def _update(
             else _resolve(work, parent_ref, owner=task, field_name="parent_id", refs=refs)
         )
         if (parent.pk if parent else None) != task.parent_id:
-            old_number = task.parent.number if task.parent_id else None
+            old_number = task.parent.number if task.parent is not None else None
             _set_parent(work, task, parent)
             diff["parentId"] = {
                 "from": str(old_number) if old_number else None,
@@ -722,9 +723,10 @@ def task_batch(*, board: Board, actor: str, ops: Sequence[Mapping[str, Any]]) ->
                         details={"operation": index},
                     )
                 refs[ref] = task.number
-        operations = []
+        operations: list[dict[str, Any]] = []
         for index, op in enumerate(ops):
             kind = op["op"]
+            entry: dict[str, Any]
             if kind == "create":
                 task = created[index]
                 _link(
@@ -886,7 +888,7 @@ def message_send(
     recipient = _text("recipient", recipient, NAME_MAX, required=True)
     body = _text("body", body, 10_000, required=True)
     with _work(board, sender) as work:
-        number = _task(work, task_id).number if task_id not in (None, "") else None
+        number = _task(work, task_id).number if task_id is not None and task_id != "" else None
         message = Message.objects.create(
             board=work.board, recipient=recipient, sender=sender, task_number=number, body=body
         )
@@ -916,7 +918,7 @@ def agent_seen(*, board: Board, agent: str, min_interval: float = 5.0) -> bool:
     now = timezone.now()
     changed = bool(
         Agent.objects.filter(
-            board=board, name=agent, last_seen__lt=now - timezone.timedelta(seconds=min_interval)
+            board=board, name=agent, last_seen__lt=now - timedelta(seconds=min_interval)
         ).update(last_seen=now)
     )
     if not changed:

@@ -7,6 +7,7 @@ answers and the fragments pushed over the WebSocket.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -19,10 +20,16 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET, require_POST
+from django_htmx.middleware import HtmxDetails
 
 from . import selectors, services
 from .errors import InvalidInput, ServiceError
 from .models import Agent, AgentToken, Board, Status, Task
+
+
+class HtmxHttpRequest(HttpRequest):
+    htmx: HtmxDetails
+
 
 COLUMN_TITLES = {
     "pending": "Pending",
@@ -38,7 +45,7 @@ DROP_STATUS = {
 }
 
 
-def _person(request: HttpRequest) -> str:
+def _person(request: HtmxHttpRequest) -> str:
     return request.user.get_username()
 
 
@@ -47,7 +54,7 @@ def _roster(board: Board) -> list[dict[str, Any]]:
     from django.db.models import Count, OuterRef, Subquery
     from django.db.models.functions import Coalesce
 
-    idle = timezone.now() - timezone.timedelta(seconds=settings.KANBAN_AGENT_IDLE_SECONDS)
+    idle = timezone.now() - timedelta(seconds=settings.KANBAN_AGENT_IDLE_SECONDS)
 
     def owned(*statuses: str) -> Coalesce:
         counted = (
@@ -88,7 +95,7 @@ def board_context(board: Board) -> dict[str, Any]:
     seq = Board.objects.filter(pk=board.pk).values_list("last_seq", flat=True).get()
     snapshot = selectors.board_snapshot(board)
     counts = snapshot.counts()
-    columns = {key: [] for key in COLUMN_TITLES}
+    columns: dict[str, list[selectors.TaskView]] = {key: [] for key in COLUMN_TITLES}
     for view in snapshot.ordered():
         columns[view.column].append(view)
     roster = _roster(board)
@@ -157,8 +164,8 @@ def render_board_fragments(
     if full:
         context = board_context(board)
         context["oob"] = True
-        html = render_to_string("boards/board.html#board-body", context)
-        return {"seq": context["seq"], "full": html, "cards": {}, "header": {}}
+        body = render_to_string("boards/board.html#board-body", context)
+        return {"seq": context["seq"], "full": body, "cards": {}, "header": {}}
     seq = board.last_seq
     numbers = sorted(set(numbers))
     views = selectors.task_views(board, numbers, with_children=False)
@@ -179,7 +186,7 @@ def render_board_fragments(
 
 def render_header_parts(context: dict[str, Any]) -> dict[str, str]:
     """The board's header pieces by element id, each pushed only when it changed."""
-    parts = {
+    parts: dict[str, str] = {
         "board-summary": render_to_string("boards/board.html#summary", context),
         "approvals": render_to_string("boards/board.html#approvals", context),
         "roster": render_to_string("boards/roster.html", context),
@@ -193,7 +200,7 @@ def render_header_parts(context: dict[str, Any]) -> dict[str, str]:
 
 @login_required
 @require_GET
-def board_list(request: HttpRequest) -> HttpResponse:
+def board_list(request: HtmxHttpRequest) -> HttpResponse:
     boards = list(Board.objects.all())
     from django.db.models import Count, Q
 
@@ -220,7 +227,7 @@ def _board_or_404(slug: str) -> Board:
 
 @login_required
 @require_GET
-def board_detail(request: HttpRequest, slug: str) -> HttpResponse:
+def board_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     board = _board_or_404(slug)
     return render(request, "boards/board.html", board_context(board))
 
@@ -241,7 +248,7 @@ def _detail_context(board: Board, number: int) -> dict[str, Any]:
 
 
 def _detail_response(
-    request: HttpRequest, board: Board, number: int, *, status: int = 200, error: str = ""
+    request: HtmxHttpRequest, board: Board, number: int, *, status: int = 200, error: str = ""
 ) -> HttpResponse:
     context = _detail_context(board, number)
     context["error"] = error
@@ -255,11 +262,11 @@ def _detail_response(
 
 @login_required
 @require_GET
-def task_detail(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+def task_detail(request: HtmxHttpRequest, slug: str, number: int) -> HttpResponse:
     return _detail_response(request, _board_or_404(slug), number)
 
 
-def _run_action(request: HttpRequest, board: Board, number: int, action: str) -> None:
+def _run_action(request: HtmxHttpRequest, board: Board, number: int, action: str) -> None:
     person = _person(request)
     post = request.POST
     if action == "status":
@@ -307,7 +314,7 @@ def _run_action(request: HttpRequest, board: Board, number: int, action: str) ->
 
 @login_required
 @require_POST
-def task_action(request: HttpRequest, slug: str, number: int, action: str) -> HttpResponse:
+def task_action(request: HtmxHttpRequest, slug: str, number: int, action: str) -> HttpResponse:
     board = _board_or_404(slug)
     try:
         _run_action(request, board, number, action)
@@ -341,7 +348,7 @@ def _escape(text: str) -> str:
 
 @login_required
 @require_POST
-def board_reset(request: HttpRequest, slug: str) -> HttpResponse:
+def board_reset(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     board = _board_or_404(slug)
     if request.POST.get("confirm") != board.slug:
         messages.error(request, f"Type the board's slug ({board.slug}) to confirm the reset.")
@@ -352,7 +359,7 @@ def board_reset(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @login_required
-def token_list(request: HttpRequest, slug: str) -> HttpResponse:
+def token_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     board = _board_or_404(slug)
     new_token = ""
     error = ""
@@ -378,7 +385,7 @@ def token_list(request: HttpRequest, slug: str) -> HttpResponse:
 
 @login_required
 @require_POST
-def token_revoke(request: HttpRequest, slug: str, token_id: int) -> HttpResponse:
+def token_revoke(request: HtmxHttpRequest, slug: str, token_id: int) -> HttpResponse:
     board = _board_or_404(slug)
     try:
         services.token_revoke(board=board, token_id=token_id)
@@ -389,7 +396,7 @@ def token_revoke(request: HttpRequest, slug: str, token_id: int) -> HttpResponse
 
 @login_required
 @require_POST
-def message_send(request: HttpRequest, slug: str) -> HttpResponse:
+def message_send(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     board = _board_or_404(slug)
     try:
         services.message_send(

@@ -262,7 +262,7 @@ class Command(BaseCommand):
                 )
                 page.evaluate(OBSERVER_JS)
                 opened.append(page)
-            steps = []
+            steps: list[tuple[str, dict[str, Any], int, str]] = []
             number = 0
             while len(steps) < changes:
                 number += 1
@@ -322,9 +322,9 @@ class Command(BaseCommand):
         jar = http.cookiejar.CookieJar()
         opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
         with opener.open(f"{server.base}/login/") as response:
-            token = re.search(
-                rb'name="csrfmiddlewaretoken" value="([^"]+)"', response.read()
-            ).group(1)
+            found = re.search(rb'name="csrfmiddlewaretoken" value="([^"]+)"', response.read())
+            assert found, "no CSRF token on the login page"
+            token = found.group(1)
         form = urllib.parse.urlencode(
             {"username": "bench", "password": "bench-pass-1", "csrfmiddlewaretoken": token.decode()}
         ).encode()
