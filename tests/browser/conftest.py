@@ -26,7 +26,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import (
+    Browser,
+    ConsoleMessage,
+    Page,
+    Request,
+    Response,
+    expect,
+    sync_playwright,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
@@ -212,7 +220,7 @@ class LiveBoard:
         return Agent(self.server.base_url, self.slug, self.token, name)
 
 
-@dataclass
+@dataclass(repr=False)
 class BoardPages:
     """Opens logged-in pages on a board, each in its own browser context."""
 
@@ -220,13 +228,15 @@ class BoardPages:
     live_board: LiveBoard
     contexts: list[Any] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    # Console errors, failed requests and error responses, shown when a test fails.
+    log: list[str] = field(default_factory=list)
 
     def open(self) -> Page:
         context = self.browser.new_context()
         context.set_default_timeout(TIMEOUT_MS)
         self.contexts.append(context)
         page = context.new_page()
-        page.on("pageerror", lambda exc: self.errors.append(f"{page.url}: {exc}"))
+        self._watch(page, f"page {len(self.contexts)}")
         base = self.live_board.server.base_url
         page.goto(f"{base}/login/?next=/boards/{self.live_board.slug}/")
         page.fill("input[name=username]", USERNAME)
@@ -236,6 +246,23 @@ class BoardPages:
         wait_live(page)
         mark_document(page)
         return page
+
+    def _watch(self, page: Page, name: str) -> None:
+        def on_console(msg: ConsoleMessage) -> None:
+            if msg.type in ("error", "warning"):
+                self.log.append(f"{name} console.{msg.type}: {msg.text}")
+
+        def on_response(response: Response) -> None:
+            if response.status >= 400:
+                self.log.append(f"{name} HTTP {response.status}: {response.url}")
+
+        def on_request_failed(request: Request) -> None:
+            self.log.append(f"{name} request failed: {request.url} {request.failure}")
+
+        page.on("pageerror", lambda exc: self.errors.append(f"{name}: {exc}"))
+        page.on("console", on_console)
+        page.on("response", on_response)
+        page.on("requestfailed", on_request_failed)
 
     def close(self) -> None:
         for context in self.contexts:
@@ -254,6 +281,22 @@ def mark_document(page: Page) -> None:
 
 def assert_not_reloaded(page: Page) -> None:
     assert page.evaluate("window.__notReloaded === true"), "the page was reloaded"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """On a failure, show what the browser and the server said."""
+    outcome = yield
+    report = outcome.get_result()
+    if not report.failed:
+        return
+    funcargs = getattr(item, "funcargs", {})
+    opened = funcargs.get("pages")
+    if isinstance(opened, BoardPages):
+        report.sections.append(("browser", "\n".join(opened.log) or "(nothing)"))
+    srv = funcargs.get("server")
+    if isinstance(srv, Server):
+        report.sections.append(("daphne log (tail)", srv.log_tail()))
 
 
 @pytest.fixture(scope="session")
@@ -303,10 +346,19 @@ _board_numbers = itertools.count(1)
 @pytest.fixture
 def live_board(server: Server) -> LiveBoard:
     """A fresh board on the running server, with a team token (agents name themselves)."""
+    if server.proc is None:  # an earlier test stopped it and could not start it again
+        server.start()
     slug = f"b{next(_board_numbers)}-{os.getpid()}"
-    server.manage("createboard", slug, "--name", f"Browser board {slug}")
-    token = server.manage("issuetoken", slug, "agents", "--team").strip()
-    assert token and "\n" not in token, token
+    # The createboard and issuetoken commands, run in one process to save a Django start.
+    output = server.manage(
+        "shell",
+        "-c",
+        "from django.core.management import call_command\n"
+        f"call_command('createboard', {slug!r}, name='Browser board {slug}')\n"
+        f"call_command('issuetoken', {slug!r}, 'agents', team=True)\n",
+    )
+    token = output.strip().splitlines()[-1]
+    assert token.startswith("ak_"), output
     return LiveBoard(server, slug, token)
 
 

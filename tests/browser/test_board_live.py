@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Locator, Page, expect
 
 from .conftest import LiveBoard, Server, assert_not_reloaded, wait_live
 
@@ -21,7 +21,7 @@ COLUMNS = ("pending", "in_progress", "blocked", "completed")
 OpenPage = Callable[[], Page]
 
 
-def card(page: Page, task_id: str):
+def card(page: Page, task_id: str) -> Locator:
     return page.locator(f'[data-task-id="{task_id}"]')
 
 
@@ -65,6 +65,11 @@ def snapshot(page: Page) -> dict[str, Any]:
 def test_agent_changes_appear_live_in_every_open_page(open_page: OpenPage, live_board: LiveBoard):
     pages = [open_page(), open_page()]
     alice = live_board.agent("alice")
+
+    # An agent's first call, even a read, puts it on the roster of every open page.
+    assert alice.ok("TaskList", {})["total"] == 0
+    for page in pages:
+        expect(page.locator('#roster [data-agent="alice"]')).to_have_count(1)
 
     task_id = alice.create("Write the parser", activeForm="Writing the parser")
     assert task_id == "1"
@@ -211,7 +216,7 @@ def test_a_tab_that_comes_back_catches_up_on_what_it_missed(
     alice.create("Missed while hidden", blockedBy=["1"])  # 2
     alice.create("Also missed")  # 3
     alice.update("3", status="deleted")
-    # Nothing arrives while the socket is closed.
+    # The socket is closed (data-state "down" above), so none of that has arrived yet.
     expect(page.locator('[data-column="pending"] [data-task-id="1"]')).to_have_count(1)
     expect(card(page, "2")).to_have_count(0)
 
