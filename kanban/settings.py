@@ -35,7 +35,11 @@ def database_from_url(url: str) -> dict:
             path = BASE_DIR / path
         return sqlite_database(path)
     if parts.scheme in {"postgres", "postgresql", "pgsql"}:
-        options = dict(parse_qsl(parts.query))
+        options: dict = dict(parse_qsl(parts.query))
+        if env_bool("DATABASE_POOL", True):
+            # A connection pool instead of persistent connections: under ASGI requests run in
+            # many threads, and opening a connection per request costs more than the query.
+            options["pool"] = {"min_size": 2, "max_size": int(os.environ.get("DATABASE_POOL_SIZE", "20"))}
         return {
             "ENGINE": "django.db.backends.postgresql",
             "NAME": unquote(parts.path.lstrip("/")) or "postgres",
@@ -43,7 +47,9 @@ def database_from_url(url: str) -> dict:
             "PASSWORD": unquote(parts.password or ""),
             "HOST": parts.hostname or "",
             "PORT": str(parts.port or ""),
-            "CONN_MAX_AGE": int(os.environ.get("CONN_MAX_AGE", "60")),
+            # Under ASGI each request may run in another thread: Django advises against
+            # persistent connections there (they pile up per thread).
+            "CONN_MAX_AGE": int(os.environ.get("CONN_MAX_AGE", "0")),
             "CONN_HEALTH_CHECKS": True,
             "OPTIONS": options,
             "TEST": {"NAME": os.environ.get("TEST_DATABASE_NAME", "test_kanban")},
