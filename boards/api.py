@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -20,7 +21,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET
 from pydantic import ValidationError
 
-from . import schemas, selectors, services, tools
+from . import dialects, schemas, selectors, services, tools
 from .errors import InvalidInput, NotFound, ServiceError
 from .models import AgentToken, hash_token
 
@@ -43,8 +44,13 @@ def error_response(status: int, code: str, message: str, details: Any = None) ->
 
 
 def authenticate(request: HttpRequest, board_slug: str) -> tools.Caller:
+    return authenticate_headers(request.headers, board_slug)
+
+
+def authenticate_headers(headers: Mapping[str, str], board_slug: str) -> tools.Caller:
+    """The caller named by a request's headers (case-insensitive mapping); also used by MCP."""
     board = selectors.board_get(board_slug)
-    header = request.headers.get("Authorization", "")
+    header = headers.get("Authorization", "")
     scheme, _, raw = header.partition(" ")
     if scheme.lower() != "bearer" or not raw.strip():
         raise ApiError(
@@ -58,7 +64,7 @@ def authenticate(request: HttpRequest, board_slug: str) -> tools.Caller:
     if token.revoked_at is not None:
         raise ApiError(403, "token_revoked", "This token has been revoked")
     if token.is_team:
-        agent = request.headers.get("X-Agent", "").strip()
+        agent = headers.get("X-Agent", "").strip()
         if not agent:
             raise ApiError(
                 400,
@@ -111,6 +117,9 @@ def parse_body(request: HttpRequest) -> dict[str, Any]:
 def _prepare(request: HttpRequest, slug: str, tool: str) -> tuple[tools.Caller, Any]:
     caller = authenticate(request, slug)
     model = schemas.TOOL_INPUTS.get(tool)
+    dialect = dialects.dialect_for(tool) if model is None else None
+    if dialect is not None:  # a seed's tool name (SPEC §4 "Seed dialects")
+        model = dialect.model
     if model is None:
         raise NotFound(
             f"Unknown tool {tool[:64]!r}; GET /api/boards/{slug}/tools lists them",
@@ -133,11 +142,13 @@ def _run_sync(
     request: HttpRequest, slug: str, tool: str
 ) -> tuple[tools.Caller, Any, tools.Answer | None]:
     caller, data = _prepare(request, slug, tool)
-    if tool == "TaskWatch":
+    dialect = dialects.dialect_for(tool) if tool not in schemas.TOOL_INPUTS else None
+    if tool == "TaskWatch" or (dialect is not None and dialect.is_async):
         return caller, data, None
-    handler: Any = tools.SYNC_HANDLERS[tool]
+    handler: Any = dialect.handler if dialect is not None else tools.SYNC_HANDLERS[tool]
     answer: tools.Answer = handler(caller, data)
-    answer.body["unreadMessages"] = selectors.unread_count(caller.board, caller.agent)
+    if isinstance(answer.body, dict):  # a seed's bare "ok" or array stays as the seed has it
+        answer.body["unreadMessages"] = selectors.unread_count(caller.board, caller.agent)
     return caller, data, answer
 
 
@@ -148,7 +159,9 @@ async def tool_call(request: HttpRequest, slug: str, tool: str) -> JsonResponse:
     try:
         caller, data, answer = await sync_to_async(_run_sync)(request, slug, tool)
         if answer is None:
-            answer = await tools.task_watch(caller, data)
+            dialect = dialects.dialect_for(tool)
+            watch: Any = dialect.handler if dialect is not None else tools.task_watch
+            answer = await watch(caller, data)
             answer.body["unreadMessages"] = await sync_to_async(selectors.unread_count)(
                 caller.board, caller.agent
             )
@@ -160,7 +173,7 @@ async def tool_call(request: HttpRequest, slug: str, tool: str) -> JsonResponse:
             500, "internal_error", "The server failed; the change was not applied"
         )
     return JsonResponse(
-        answer.body, status=answer.status, json_dumps_params={"ensure_ascii": False}
+        answer.body, status=answer.status, safe=False, json_dumps_params={"ensure_ascii": False}
     )
 
 
@@ -173,6 +186,11 @@ def tool_list(request: HttpRequest, slug: str) -> JsonResponse:
     fmt = request.GET.get("format", "anthropic")
     if fmt not in ("anthropic", "openai"):
         return error_response(400, "invalid_input", "format: 'anthropic' or 'openai'")
+    dialect = request.GET.get("dialect")
+    if dialect is not None:
+        if dialect not in dialects.DIALECTS:
+            return error_response(400, "invalid_input", "dialect: 'seed002' or 'seed003'")
+        return JsonResponse({"tools": dialects.dialect_definitions(dialect, fmt)})
     return JsonResponse({"tools": schemas.tool_definitions(fmt)})
 
 

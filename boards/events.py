@@ -42,8 +42,30 @@ def event_to_dict(event: Event) -> dict:
     }
 
 
+# Changes to these fields alone leave the header (counts, approvals, roster) as it was.
+QUIET_FIELDS = frozenset(
+    {"description", "activeForm", "metadata", "prompt", "result", "notes", "parentId"}
+    | {"addBlockedBy", "removeBlockedBy", "addBlocks"}  # (un)blocking has its own events
+)
+
+
+def changes_header(events: Iterable[Event]) -> bool:
+    """Whether these events can change the board's header, so it must be re-rendered."""
+    for event in events:
+        if event.kind == "message":
+            continue
+        if event.kind != "updated" or set(event.data.get("fields", {})) - QUIET_FIELDS:
+            return True
+    return False
+
+
 def publish(
-    board: Board, events: Iterable[Event], touched: Iterable[int], *, reset: bool = False
+    board: Board,
+    events: Iterable[Event],
+    touched: Iterable[int],
+    *,
+    reset: bool = False,
+    header: bool = True,
 ) -> None:
     """Send the board's update once the current transaction commits.
 
@@ -51,27 +73,32 @@ def publish(
     reconnecting browser catches up from the event log.
     """
     payload_events = [event_to_dict(e) for e in events]
-    callback = partial(_send, board.pk, payload_events, sorted(set(touched)), reset)
+    callback = partial(_send, board.pk, payload_events, sorted(set(touched)), reset, header)
     transaction.on_commit(callback, robust=True)
 
 
-def _send(board_id: int, events: list[dict], touched: list[int], reset: bool) -> None:
+def _send(
+    board_id: int, events: list[dict], touched: list[int], reset: bool, header: bool = True
+) -> None:
     try:
         layer = get_channel_layer()
         if layer is None:
             return
-        message = render_update(board_id, touched, full=reset)
+        message = render_update(board_id, touched, full=reset, header=header)
         message["events"] = events
         async_to_sync(layer.group_send)(group_name(board_id), message)
     except Exception:
         logger.exception("broadcast of board %s update failed", board_id)
 
 
-def render_update(board_id: int, numbers: Iterable[int], *, full: bool = False) -> dict:
+def render_update(
+    board_id: int, numbers: Iterable[int], *, full: bool = False, header: bool = True
+) -> dict:
     """Render the fragments that bring a browser's board up to date for ``numbers``."""
     from .views import render_board_fragments
 
-    return {"type": "board.update", **render_board_fragments(board_id, numbers, full=full)}
+    fragments = render_board_fragments(board_id, numbers, full=full, header=header)
+    return {"type": "board.update", **fragments}
 
 
 def missed_numbers(board: Board, since: int) -> tuple[set[int], bool]:

@@ -121,7 +121,13 @@ class _Work:
             task_counter=self.board.task_counter,
             updated_at=self.now,
         )
-        events.publish(self.board, self.events, self.touched, reset=self.reset)
+        events.publish(
+            self.board,
+            self.events,
+            self.touched,
+            reset=self.reset,
+            header=self.reset or events.changes_header(self.events),
+        )
 
 
 @contextmanager

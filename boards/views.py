@@ -152,7 +152,7 @@ def header_context(board: Board) -> dict[str, Any]:
 
 
 def render_board_fragments(
-    board_id: int, numbers: Iterable[int], *, full: bool = False
+    board_id: int, numbers: Iterable[int], *, full: bool = False, header: bool = True
 ) -> dict[str, Any]:
     """Fragments that bring an open board up to date for the given task numbers.
 
@@ -169,8 +169,9 @@ def render_board_fragments(
     seq = board.last_seq
     numbers = sorted(set(numbers))
     views = selectors.task_views(board, numbers, with_children=False)
-    header = header_context(board)
-    stale = _stale_agents(header["roster"])
+    # Without a header re-render, cards carry no stale mark: the page sets it from the roster.
+    context = header_context(board) if header else None
+    stale = _stale_agents(context["roster"]) if context else set()
     cards: dict[str, str] = {}
     for number in numbers:
         html = f'<div id="task-{number}" hx-swap-oob="delete"></div>'
@@ -181,7 +182,7 @@ def render_board_fragments(
             )
             html += f'<template hx-swap-oob="beforeend:#cards-{view.column}">{card}</template>'
         cards[str(number)] = html
-    return {"seq": seq, "cards": cards, "header": render_header_parts(header), "full": None}
+    return {"seq": seq, "cards": cards, "header": render_header_parts(context) if context else {}, "full": None}
 
 
 def render_header_parts(context: dict[str, Any]) -> dict[str, str]:

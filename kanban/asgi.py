@@ -17,11 +17,24 @@ from django.core.asgi import get_asgi_application
 
 django_asgi_app = get_asgi_application()
 
+from boards.mcp import mcp_app  # noqa: E402
 from boards.routing import websocket_urlpatterns  # noqa: E402
+
+django_http_app = ASGIStaticFilesHandler(django_asgi_app)
+
+
+async def http_app(scope, receive, send):
+    """``/mcp/…`` goes to the MCP server (an ASGI app of the mcp SDK, see boards.mcp);
+    everything else to Django."""
+    path = scope["path"]
+    if path == "/mcp" or path.startswith("/mcp/"):
+        return await mcp_app(scope, receive, send)
+    return await django_http_app(scope, receive, send)
+
 
 application = ProtocolTypeRouter(
     {
-        "http": ASGIStaticFilesHandler(django_asgi_app),
+        "http": http_app,
         "websocket": AllowedHostsOriginValidator(
             AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
         ),

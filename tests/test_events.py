@@ -58,11 +58,12 @@ def test_publish_waits_for_commit(board, django_capture_on_commit_callbacks, mon
     assert sent == []
     assert len(callbacks) == 1
     callbacks[0]()
-    board_id, payload_events, touched, reset = sent[0]
+    board_id, payload_events, touched, reset, header = sent[0]
     assert board_id == board.pk
     assert [e["kind"] for e in payload_events] == ["created"]
     assert touched == [1]
     assert reset is False
+    assert header is True
 
 
 def test_a_failing_broadcast_does_not_fail_the_write(
@@ -81,3 +82,17 @@ def test_reset_records_a_reset_event_and_keeps_the_log(board):
     make_task(board, "A")
     services.board_reset(board=board, actor="pat")
     assert kinds(board) == [("created", 1), ("reset", None)]
+
+
+def test_only_changes_that_can_move_counts_rerender_the_header(
+    board, django_capture_on_commit_callbacks, monkeypatch
+):
+    sent = []
+    monkeypatch.setattr(events, "_send", lambda *args: sent.append(args))
+    make_task(board, "A")
+    with django_capture_on_commit_callbacks(execute=True):
+        services.task_update(board=board, actor="alice", task_id="1", notes="halfway", metadata={"p": 50})
+        services.task_update(board=board, actor="alice", task_id="1", status="completed")
+    quiet, loud = sent
+    assert (quiet[2], quiet[4]) == ([1], False)
+    assert (loud[2], loud[4]) == ([1], True)

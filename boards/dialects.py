@@ -1,0 +1,799 @@
+"""The seeds' own tool sets on the tool endpoint (SPEC §4 "Seed dialects").
+
+Agents written for seed 002 or seed 003 call ``POST /api/boards/<slug>/tools/<name>``
+with their own tool names, field names and answer shapes. Each tool here is a thin
+adapter: it validates the input with a strict pydantic model, renames fields, calls
+the same services and selectors as the canonical tools, and renders the answer in
+the seed's shape. Claim rules, reference and cycle checks, auto-unblock and
+numbering all come from ``services``; nothing here decides them again.
+
+Seed 002 (``<ns>_tasks_create / _list / _get / _claim / _update / _watch``, any
+alphanumeric namespace ``<ns>``):
+
+- ``title`` ↔ subject, ``assignee`` ↔ owner, ``created_by`` ↔ createdBy; ids are
+  shown as ``task-N`` and accepted as ``task-N``, ``N`` or the integer N.
+- Create refuses a status other than pending, an assignee, and (from the services)
+  unknown or self ``blocked_by`` ids. It answers ``{"id": "task-1"}``.
+- Claim and update answer the JSON string ``"ok"``; list answers a bare JSON array
+  sorted by number (not the Go string order, where ``task-10`` sorts before
+  ``task-2``). These bare answers carry no ``unreadMessages``; object answers do.
+- Update's ``blocked_by`` replaces the list (added and removed edges go through the
+  services, so unknown ids are refused, unlike the Go store). Its statuses are
+  ours: pending, in_progress, completed, failed, cancelled.
+- A claim of a task that needs approval records the request (as TaskClaim does) and
+  answers 202 with a string saying so, instead of ``"ok"``.
+- Watch waits until the task is completed, failed or cancelled and answers the task;
+  an approval decision alone does not end it. It gives up after
+  ``KANBAN_WATCH_MAX_SECONDS`` with 408 ``watch_timeout`` (the Go store's context
+  deadline), after which the agent calls it again. A deleted task answers 404.
+- Error messages name ids the seed's way: ``task-3 is owned by bob``.
+
+Seed 003 (one tool ``tasks`` with ``action`` insert / list / update / delete / batch):
+
+- ``label`` ↔ subject; ``id``, ``parent_id`` and the ids in answers are integers;
+  ``blocked_by`` is a comma-separated string of ids (a list is accepted too).
+- Statuses are the board's columns: ``open`` = pending and not blocked, ``blocked``
+  = pending with an unfinished blocker, ``in_progress``, ``done`` = completed,
+  failed or cancelled. A done task that did not complete carries ``outcome``
+  (``failed`` / ``cancelled``); its dependents stay blocked, since only a
+  completed blocker unblocks. Setting ``done`` completes a task.
+- ``blocked`` is derived from ``blocked_by``, never stored: insert and update accept
+  it only with blockers (named in the same call's ``blocked_by``, or unfinished ones
+  the task already has), refusing it otherwise; ``open`` on a task with
+  unfinished blockers leaves it blocked. A task's ``blocked_by`` lists its
+  unfinished blockers (a completed blocker drops out, as in the seed's auto-unblock).
+  Update's ``blocked_by`` replaces that list.
+- Every write, single or batch, is one ``services.task_batch`` call, so an insert
+  with ``status``, ``result`` or ``notes`` (which the canonical create does not
+  take) is still atomic: a create plus an update of the same task.
+- In a batch, an insert may be referenced by later or earlier ops either by its
+  ``ref`` (a name with a letter in it, as in TaskBatch) or by the integer id it
+  will receive: inserts are numbered from the board's high-water mark in op order,
+  exactly as seed 003 predicts, and those ids are passed to the services as refs,
+  so they hold even when another writer numbers a task in between. Any other
+  integer names an existing task. Cycles and unknown references are refused by the
+  services with the seed's messages. ``list`` is not a batch operation.
+- Every answer is ``{kind: "tasks", action, tasks, total, counts, changes}`` (plus
+  ``operations`` for batch). ``tasks`` is the whole board (or the list's
+  selection), ``total`` its length, ``counts`` the whole board's. ``changes`` maps
+  the services' changes: created → insert, updated → update, deleted → delete,
+  auto_unblock → auto_unblock (and auto_block, when a reopened task blocks its
+  dependents again); an update of a task inserted in the same call is part of its
+  insert. Fields an action does not use are refused, naming the field.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import partial
+from typing import Annotated, Any, Literal
+
+from django.conf import settings
+from pydantic import BeforeValidator, Field, StrictBool, WithJsonSchema
+
+from . import schemas, selectors, services, tools
+from .errors import InvalidInput, NotFound, ServiceError
+from .models import TERMINAL_STATUSES, Status
+
+DIALECTS = ("seed002", "seed003")
+
+
+@dataclass
+class BareAnswer(tools.Answer):
+    """An answer that is a bare JSON value, not an object (seed 002's ``"ok"`` and list)."""
+
+    body: Any = None
+
+
+SyncHandler = Callable[[tools.Caller, Any], tools.Answer]
+AsyncHandler = Callable[[tools.Caller, Any], Awaitable[tools.Answer]]
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """One seed tool: its input model and the handler that adapts it."""
+
+    seed: str
+    name: str
+    model: type[schemas.ToolInput]
+    handler: SyncHandler | AsyncHandler
+    is_async: bool = False
+
+
+# --- seed 002 -------------------------------------------------------------------------------
+
+TASK_N = re.compile(r"^(?:task-)?#?([0-9]{1,9})$")
+
+
+def _seed002_id(value: Any) -> Any:
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if isinstance(value, str):
+        match = TASK_N.match(value.strip())
+        if match:
+            return str(int(match.group(1)))
+    raise ValueError('must be a task id like "task-3"')
+
+
+Seed002Id = Annotated[
+    str,
+    BeforeValidator(_seed002_id),
+    WithJsonSchema({"type": "string", "description": 'A task id, e.g. "task-3".'}),
+]
+Seed002Ids = Annotated[list[Seed002Id], Field(max_length=100)]
+Assignee = Annotated[str, Field(max_length=100)]
+
+
+class Seed002Create(schemas.ToolInput):
+    title: schemas.Subject = Field(description='Short imperative title, e.g. "Fix auth bug".')
+    description: schemas.Long = Field("", description="What needs to be done, in detail.")
+    blocked_by: Seed002Ids = Field(
+        [], description='Ids of tasks that must complete before this one, e.g. ["task-1"].'
+    )
+    metadata: schemas.Metadata | None = None
+    status: schemas.Status | None = Field(
+        None, description="New tasks are always pending; any other status is refused."
+    )
+    assignee: Assignee | None = Field(
+        None, description="Refused: new tasks are unassigned; claim the task after creating it."
+    )
+
+
+class Seed002List(schemas.ToolInput):
+    status: schemas.Status | None = None
+    assignee: Assignee | None = Field(None, description='Only tasks of this agent ("" = none).')
+    blocked: StrictBool | None = Field(
+        None, description="true: only blocked tasks; false: only tasks free to start."
+    )
+
+
+class Seed002ById(schemas.ToolInput):
+    id: Seed002Id
+
+
+class Seed002Update(schemas.ToolInput):
+    id: Seed002Id
+    status: schemas.Status | None = None
+    description: schemas.Long | None = None
+    blocked_by: Seed002Ids | None = Field(
+        None, description="Replaces the task's blockers ([] removes them all)."
+    )
+    metadata: schemas.Metadata | None = None
+
+
+def _as_task_n(message: str) -> str:
+    """``Task #3 is blocked by #1`` → ``task-3 is blocked by task-1``."""
+    return re.sub(r"#([0-9]+)", r"task-\1", re.sub(r"\b[Tt]ask #([0-9]+)", r"task-\1", message))
+
+
+@contextmanager
+def _task_n_errors() -> Iterator[None]:
+    try:
+        yield
+    except ServiceError as exc:
+        exc.message = _as_task_n(exc.message)
+        raise
+
+
+def _seed002_task(task: dict[str, Any]) -> dict[str, Any]:
+    """A canonical task dict in the Go store's JSON (``omitempty`` fields left out)."""
+    data: dict[str, Any] = {"id": f"task-{task['id']}", "title": task["subject"]}
+    if task["description"]:
+        data["description"] = task["description"]
+    data["status"] = task["status"]
+    if task["owner"]:
+        data["assignee"] = task["owner"]
+    if task["blockedBy"]:
+        data["blocked_by"] = [f"task-{n}" for n in task["blockedBy"]]
+    if task["metadata"]:
+        data["metadata"] = task["metadata"]
+    if task["createdBy"]:
+        data["created_by"] = task["createdBy"]
+    return data
+
+
+def _seed002_view(caller: tools.Caller, number: int) -> dict[str, Any]:
+    return selectors.task_to_dict(selectors.task_view(caller.board, number))
+
+
+def seed002_create(caller: tools.Caller, data: Seed002Create, *, ns: str) -> tools.Answer:
+    problems = []
+    if data.status not in (None, Status.PENDING):
+        problems.append(
+            ("status", f"a new task is always pending; create it, then call {ns}_tasks_update")
+        )
+    if data.assignee:
+        problems.append(
+            ("assignee", f"a new task is unassigned; create it, then call {ns}_tasks_claim")
+        )
+    if problems:
+        raise InvalidInput(
+            "; ".join(f"{name}: {text}" for name, text in problems),
+            details=[{"field": name, "message": text} for name, text in problems],
+        )
+    with _task_n_errors():
+        outcome = services.task_create(
+            board=caller.board,
+            actor=caller.agent,
+            subject=data.title,
+            description=data.description,
+            blocked_by=data.blocked_by,
+            metadata=data.metadata,
+        )
+    return tools.Answer({"id": f"task-{outcome.task_number}"})
+
+
+def seed002_list(caller: tools.Caller, data: Seed002List, *, ns: str) -> tools.Answer:
+    views, _ = selectors.task_list(
+        caller.board, status=data.status, owner=data.assignee, blocked=data.blocked
+    )
+    return BareAnswer([_seed002_task(selectors.task_to_dict(v)) for v in views])
+
+
+def seed002_get(caller: tools.Caller, data: Seed002ById, *, ns: str) -> tools.Answer:
+    with _task_n_errors():
+        return tools.Answer(_seed002_task(_seed002_view(caller, int(data.id))))
+
+
+def seed002_claim(caller: tools.Caller, data: Seed002ById, *, ns: str) -> tools.Answer:
+    with _task_n_errors():
+        outcome = services.task_claim(board=caller.board, agent=caller.agent, task_id=data.id)
+    if outcome.awaiting_approval:
+        return BareAnswer(
+            f"awaiting approval: a person must approve task-{data.id} before it starts; "
+            f"{ns}_tasks_get shows when it is in_progress and yours",
+            status=202,
+        )
+    return BareAnswer("ok")
+
+
+def seed002_update(caller: tools.Caller, data: Seed002Update, *, ns: str) -> tools.Answer:
+    added: list[str] = []
+    removed: list[str] = []
+    with _task_n_errors():
+        if data.blocked_by is not None:  # replaces the list: add and remove the difference
+            current = _seed002_view(caller, int(data.id))["blockedBy"]
+            added = [n for n in data.blocked_by if n not in current]
+            removed = [n for n in current if n not in data.blocked_by]
+        services.task_update(
+            board=caller.board,
+            actor=caller.agent,
+            task_id=data.id,
+            status=data.status,
+            description=data.description,
+            metadata=data.metadata,
+            add_blocked_by=added,
+            remove_blocked_by=removed,
+        )
+    return BareAnswer("ok")
+
+
+class WatchTimedOut(ServiceError):
+    status = 408
+    code = "watch_timeout"
+
+
+async def seed002_watch(caller: tools.Caller, data: Seed002ById, *, ns: str) -> tools.Answer:
+    """Block until the task is finished, on the canonical TaskWatch's event stream."""
+    # Seed 002 waits for a finished task, not for approval decisions. Watching as nobody in
+    # particular skips TaskWatch's "your own request was just decided" early return, which
+    # would otherwise answer again at once on every turn of this loop.
+    watcher = tools.Caller(board=caller.board, agent="")
+    loop = asyncio.get_running_loop()
+    limit = float(settings.KANBAN_WATCH_MAX_SECONDS)
+    deadline = loop.time() + limit
+    with _task_n_errors():
+        while True:
+            remaining = min(max(deadline - loop.time(), 0.0), 300.0)
+            answer = await tools.task_watch(
+                watcher, schemas.TaskWatchInput(taskId=data.id, timeoutSeconds=remaining)
+            )
+            task = answer.body["task"]
+            if task is None:
+                raise NotFound(f"Task #{data.id} was deleted", code="task_deleted")
+            if task["status"] in TERMINAL_STATUSES:
+                return tools.Answer(_seed002_task(task))
+            if answer.body["timedOut"] or loop.time() >= deadline:
+                raise WatchTimedOut(
+                    f"Task #{data.id} is still {task['status']} after {limit:g} seconds; "
+                    f"call {ns}_tasks_watch again to keep waiting"
+                )
+
+
+SEED002_TOOLS: dict[str, tuple[type[schemas.ToolInput], Callable[..., Any], str]] = {
+    "create": (
+        Seed002Create,
+        seed002_create,
+        'Create a task on the shared board; answers {"id": "task-1"}. New tasks are '
+        "pending and unassigned: a status other than pending, an assignee, or a blocked_by id "
+        "that does not exist (or is the task itself) is refused. blocked_by lists tasks that "
+        "must complete first.",
+    ),
+    "list": (
+        Seed002List,
+        seed002_list,
+        "List tasks as a JSON array sorted by id, filtered by status, assignee and blocked. "
+        'To find work: {"status": "pending", "blocked": false}.',
+    ),
+    "get": (Seed002ById, seed002_get, "Read one task in full by id."),
+    "claim": (
+        Seed002ById,
+        seed002_claim,
+        'Atomically assign a task to yourself and start it (in_progress); answers "ok". '
+        "Exactly one of many concurrent claimers wins. Fails when the task is blocked, "
+        "assigned to another agent, or finished; claiming your own task again is a no-op.",
+    ),
+    "update": (
+        Seed002Update,
+        seed002_update,
+        'Change a task\'s status, description, blockers or metadata; answers "ok". Complete '
+        'your work with {"id": ..., "status": "completed"} (or "failed"); completing a task '
+        "unblocks the tasks waiting for it. blocked_by replaces the list; metadata is merged "
+        "key by key and null removes a key.",
+    ),
+    "watch": (
+        Seed002ById,
+        seed002_watch,
+        "Wait until a task is completed, failed or cancelled and return it. After "
+        f"{settings.KANBAN_WATCH_MAX_SECONDS} seconds it gives up with an error; call it again.",
+    ),
+}
+SEED002_NAME = re.compile(r"^([A-Za-z0-9]+)_tasks_(create|list|get|claim|update|watch)$")
+ANY_NAMESPACE = (
+    " The board_ prefix is a namespace: any alphanumeric one works the same way "
+    "(<ns>_tasks_{0}, e.g. myteam_tasks_{0})."
+)
+
+
+# --- seed 003 -------------------------------------------------------------------------------
+
+DIGITS = re.compile(r"^[0-9]{1,9}$")
+REF = re.compile(r"^[A-Za-z0-9_.:-]*[A-Za-z_.:-][A-Za-z0-9_.:-]*$")
+NOT_A_TASK = "must be a task id (an integer) or, in a batch, the ref of an insert"
+
+
+def _seed003_ref(value: Any) -> str:
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if isinstance(value, str):
+        text = value.strip().lstrip("#")
+        if DIGITS.match(text) and int(text) > 0:
+            return str(int(text))
+        if len(text) <= 64 and REF.match(text):
+            return text
+    raise ValueError(NOT_A_TASK)
+
+
+def _seed003_refs(value: Any) -> Any:
+    if isinstance(value, str):
+        value = [part for part in value.split(",") if part.strip()]
+    if isinstance(value, list):
+        return [_seed003_ref(item) for item in value]
+    raise ValueError('must be comma-separated task ids, e.g. "1,2"')
+
+
+Seed003Id = Annotated[
+    str,
+    BeforeValidator(_seed003_ref),
+    WithJsonSchema({"type": "integer", "description": "A task id, e.g. 3."}),
+]
+BlockedBy = Annotated[
+    list[str],
+    BeforeValidator(_seed003_refs),
+    Field(max_length=100),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "description": 'Comma-separated ids of the tasks that must be done first, e.g. "1,2".',
+        }
+    ),
+]
+Seed003Status = Literal["open", "in_progress", "done", "blocked"]
+
+
+class _Seed003Fields(schemas.ToolInput):
+    action: str  # narrowed by each subclass; declared here so it comes first in the schema
+    id: Seed003Id | None = Field(None, description="Task id; required for update and delete.")
+    label: schemas.Subject | None = Field(None, description="What to do; required for insert.")
+    status: Seed003Status | None = Field(
+        None,
+        description="open, in_progress, done, or blocked (which follows from blocked_by). "
+        "Setting done auto-unblocks the tasks waiting for this one.",
+    )
+    parent_id: Seed003Id | None = Field(None, description="Parent task id (hierarchy).")
+    prompt: schemas.Long | None = Field(None, description="Full sub-agent instructions.")
+    result: schemas.Long | None = Field(None, description="Sub-agent output, set on completion.")
+    notes: schemas.Long | None = None
+    blocked_by: BlockedBy | None = None
+
+
+class Seed003Op(_Seed003Fields):
+    action: Literal["insert", "update", "delete"]
+    ref: schemas.Ref | None = Field(
+        None,
+        description="Your name for this insert, usable in other ops' blocked_by, parent_id and "
+        "id (the id the insert will receive works too).",
+    )
+
+
+class Seed003Input(_Seed003Fields):
+    action: Literal["insert", "list", "update", "delete", "batch"]
+    view: Literal["open", "done", "blocked", "in_progress", "ready"] | None = Field(
+        None, description="List preset; ready = open with no unfinished blocker."
+    )
+    tree: StrictBool = Field(False, description="List depth-first by parent with a depth field.")
+    ops: Annotated[list[Seed003Op], Field(min_length=1, max_length=500)] | None = Field(
+        None, description="Operations for batch, each with its own action; all or nothing."
+    )
+
+
+ACTION_FIELDS: dict[str, tuple[set[str], set[str]]] = {
+    # action: (required, allowed)
+    "insert": (
+        {"label"},
+        {"label", "status", "parent_id", "prompt", "result", "notes", "blocked_by", "ref"},
+    ),
+    "update": (
+        {"id"},
+        {"id", "label", "status", "parent_id", "prompt", "result", "notes", "blocked_by"},
+    ),
+    "delete": ({"id"}, {"id"}),
+    "list": (set(), {"view", "tree", "status", "parent_id"}),
+    "batch": ({"ops"}, {"ops"}),
+}
+STATUS_TO_CANONICAL = {"open": Status.PENDING, "in_progress": Status.IN_PROGRESS}
+COLUMN_STATUS = {
+    "pending": "open",
+    "blocked": "blocked",
+    "in_progress": "in_progress",
+    "completed": "done",
+}
+FIELD_NAMES = {
+    "subject": "label",
+    "parentId": "parent_id",
+    "addBlockedBy": "blocked_by",
+    "removeBlockedBy": "blocked_by",
+    "addBlocks": "blocks",
+    "activeForm": "active_form",
+}
+CHANGE_OPS = {"created": "insert", "updated": "update", "deleted": "delete"}
+
+
+def _check_fields(data: _Seed003Fields, action: str, prefix: str) -> None:
+    """Each action takes its own fields: a missing one or one it does not use is named."""
+    required, allowed = ACTION_FIELDS[action]
+    # LLMs often send null (or tree: false) for fields they do not mean to use.
+    sent = {
+        name
+        for name in data.model_fields_set
+        if name != "action" and getattr(data, name) is not None and getattr(data, name) is not False
+    }
+    problems = [(f, f"required for action {action!r}") for f in sorted(required - sent)]
+    problems += [(f, f"not used by action {action!r}") for f in sorted(sent - allowed)]
+    if problems:
+        raise InvalidInput(
+            "; ".join(f"{prefix}{name}: {text}" for name, text in problems),
+            details=[{"field": prefix + name, "message": text} for name, text in problems],
+        )
+
+
+def _seed003_task(view: selectors.TaskView, *, tree: bool = False) -> dict[str, Any]:
+    task = view.task
+    status = COLUMN_STATUS[view.column]
+    data: dict[str, Any] = {
+        "id": task.number,
+        "label": task.subject,
+        "status": status,
+        "done": status == "done",
+        "parent_id": selectors.view_parent_number(task),
+        "prompt": task.prompt or None,
+        "result": task.result or None,
+        "notes": task.notes,
+        "blocked_by": view.open_blockers,
+        "created_at": selectors._iso(task.created_at),
+        "updated_at": selectors._iso(task.updated_at),
+    }
+    if task.status in (Status.FAILED, Status.CANCELLED):
+        data["outcome"] = task.status
+    if tree:
+        data["depth"] = view.depth or 0
+    return data
+
+
+def _seed003_counts(snapshot: selectors.BoardSnapshot) -> dict[str, int]:
+    counts = snapshot.counts()
+    return {
+        "open": counts["pending"],
+        "in_progress": counts["in_progress"],
+        "done": counts["completed"] + counts["failed"] + counts["cancelled"],
+        "blocked": counts["blocked"],
+    }
+
+
+def _seed003_answer(
+    action: str,
+    views: Sequence[selectors.TaskView],
+    snapshot: selectors.BoardSnapshot,
+    *,
+    tree: bool = False,
+    changes: Sequence[dict[str, Any]] = (),
+    operations: list[dict[str, Any]] | None = None,
+) -> tools.Answer:
+    body: dict[str, Any] = {
+        "kind": "tasks",
+        "action": action,
+        "tasks": [_seed003_task(v, tree=tree) for v in views],
+        "total": len(views),
+        "counts": _seed003_counts(snapshot),
+        "changes": list(changes),
+    }
+    if operations is not None:
+        body["operations"] = operations
+    return tools.Answer(body)
+
+
+def _integer(field_name: str, token: str) -> str:
+    """Outside a batch there are no refs: a reference is a task number."""
+    if not DIGITS.match(token):
+        raise InvalidInput(
+            f"{field_name}: must be a task id (an integer)",
+            details=[{"field": field_name, "message": "not an integer"}],
+        )
+    return token
+
+
+def _seed003_list(caller: tools.Caller, data: Seed003Input) -> tools.Answer:
+    parent = _integer("parent_id", data.parent_id) if data.parent_id else None
+    views, snapshot = selectors.task_list(
+        caller.board,
+        view="ready" if data.view == "ready" else "all",
+        parent_id=int(parent) if parent else None,
+    )
+    wanted = {s for s in (data.status, data.view) if s not in (None, "ready")}
+    selected = [v for v in views if wanted <= {COLUMN_STATUS[v.column]}]
+    if data.tree:
+        selected = selectors.tree_order(selected)
+    return _seed003_answer("list", selected, snapshot, tree=data.tree)
+
+
+class _Plan:
+    """Seed-003 operations translated into one ``services.task_batch`` call."""
+
+    def __init__(self, caller: tools.Caller, ops: Sequence[_Seed003Fields], *, batch: bool):
+        self.batch = batch
+        self.service_ops: list[dict[str, Any]] = []
+        self.owners: list[int] = []  # the seed op each service op comes from
+        self.user_refs: dict[int, str] = {}
+        actions = [op.action for op in ops]
+        # Inserts get numbers from the high-water mark in op order, as seed 003 predicts;
+        # those numbers reach the services as refs, so a concurrent writer cannot shift them.
+        base = caller.board.task_counter
+        inserts = [i for i, a in enumerate(actions) if a == "insert"]
+        self.predicted = {str(base + k + 1): f"@{k}" for k in range(len(inserts))}
+        self.insert_ref = {i: f"@{k}" for k, i in enumerate(inserts)}
+        seen: dict[str, int] = {}
+        for index, op in enumerate(ops):
+            ref = getattr(op, "ref", None)
+            if ref is not None:
+                if ref in seen:
+                    raise InvalidInput(
+                        f"{self._at(index)}ref: {ref!r} is used by an earlier operation",
+                        details=[{"field": f"{self._at(index)}ref", "message": "duplicate"}],
+                    )
+                seen[ref] = index
+        self.named = {ref: self.insert_ref[i] for ref, i in seen.items()}
+        existing = {
+            int(op.id)
+            for op, action in zip(ops, actions, strict=True)
+            if action in ("update", "delete")
+            and op.id
+            and DIGITS.match(op.id)
+            and op.id not in self.predicted
+        }
+        self.before = selectors.task_views(caller.board, existing, with_children=False)
+        translate = {"insert": self._insert, "update": self._update, "delete": self._delete}
+        for index, (op, action) in enumerate(zip(ops, actions, strict=True)):
+            translate[action](index, op)
+
+    def _at(self, index: int) -> str:
+        return f"ops.{index}." if self.batch else ""
+
+    def _target(self, token: str) -> str:
+        """A seed-003 reference as the services resolve it: a number or a batch ref."""
+        return self.predicted.get(token) or self.named.get(token) or token
+
+    def _id(self, field_name: str, token: str) -> str:
+        return self._target(token if self.batch else _integer(field_name, token))
+
+    def _add(self, index: int, op: dict[str, Any]) -> None:
+        self.service_ops.append(op)
+        self.owners.append(index)
+
+    def _status(self, index: int, status: str, blockers: Sequence[str]) -> str | None:
+        if status == "blocked":
+            if not blockers:
+                field_name = f"{self._at(index)}status"
+                raise InvalidInput(
+                    f"{field_name}: blocked follows from blocked_by; "
+                    "name the unfinished tasks it waits for in blocked_by",
+                    details=[{"field": field_name, "message": "no blocker"}],
+                )
+            return Status.PENDING
+        return STATUS_TO_CANONICAL.get(status, Status.COMPLETED)
+
+    def _fields(self, index: int, op: _Seed003Fields) -> dict[str, Any]:
+        fields: dict[str, Any] = {}
+        for name, public in (("subject", "label"), ("prompt", "prompt"), ("result", "result")):
+            if getattr(op, public) is not None:
+                fields[name] = getattr(op, public)
+        if op.notes is not None:
+            fields["notes"] = op.notes
+        if op.parent_id is not None:
+            fields["parent_id"] = self._id(f"{self._at(index)}parent_id", op.parent_id)
+        return fields
+
+    def _blockers(self, index: int, op: _Seed003Fields) -> list[str]:
+        field_name = f"{self._at(index)}blocked_by"
+        return [self._id(field_name, token) for token in op.blocked_by or ()]
+
+    def _insert(self, index: int, op: _Seed003Fields) -> None:
+        ref = self.insert_ref[index]
+        if getattr(op, "ref", None):
+            self.user_refs[index] = getattr(op, "ref", "")
+        fields = self._fields(index, op)
+        blockers = self._blockers(index, op)
+        self._add(
+            index,
+            {
+                "op": "create",
+                "ref": ref,
+                "subject": fields.pop("subject"),
+                "prompt": fields.pop("prompt", ""),
+                "parent_id": fields.pop("parent_id", None),
+                "blocked_by": blockers,
+            },
+        )
+        if op.status is not None and op.status != "open":
+            status = self._status(index, op.status, blockers)
+            if status != Status.PENDING:
+                fields["status"] = status
+        if fields:  # result, notes or a starting status: the canonical create has none of them
+            self._add(index, {"op": "update", "task_id": ref, **fields})
+
+    def _update(self, index: int, op: _Seed003Fields) -> None:
+        assert op.id is not None  # _check_fields requires it
+        target = self._id(f"{self._at(index)}id", op.id)
+        fields = self._fields(index, op)
+        view = self.before.get(int(target)) if DIGITS.match(target) else None
+        current = [str(n) for n in view.open_blockers] if view else []
+        blockers = current
+        if op.blocked_by is not None:
+            blockers = self._blockers(index, op)
+            fields["add_blocked_by"] = [b for b in blockers if b not in current]
+            fields["remove_blocked_by"] = [c for c in current if c not in blockers]
+        if op.status is not None:
+            fields["status"] = self._status(index, op.status, blockers)
+        self._add(index, {"op": "update", "task_id": target, **fields})
+
+    def _delete(self, index: int, op: _Seed003Fields) -> None:
+        assert op.id is not None  # _check_fields requires it
+        self._add(index, {"op": "delete", "task_id": self._id(f"{self._at(index)}id", op.id)})
+
+
+def _seed003_changes(
+    changes: Sequence[dict[str, Any]], labels: dict[int, str]
+) -> list[dict[str, Any]]:
+    created = {int(c["taskId"]) for c in changes if c["type"] == "created"}
+    mapped: list[dict[str, Any]] = []
+    for change in changes:
+        number = int(change["taskId"])
+        kind = change["type"]
+        entry: dict[str, Any] = {"op": CHANGE_OPS.get(kind, kind), "id": number}
+        if kind in ("created", "deleted") and number in labels:
+            entry["label"] = labels[number]
+        elif kind == "updated":
+            if number in created:
+                continue  # the second half of an insert
+            names = [FIELD_NAMES.get(f, f) for f in change.get("fields", ())]
+            entry["changed_fields"] = list(dict.fromkeys(names))
+        elif kind in ("auto_unblock", "auto_block"):
+            entry["changed_fields"] = ["blocked_by", "status"]
+        mapped.append(entry)
+    return mapped
+
+
+def _seed003_write(
+    caller: tools.Caller, action: str, ops: Sequence[_Seed003Fields], *, batch: bool
+) -> tools.Answer:
+    plan = _Plan(caller, ops, batch=batch)
+    outcome = services.task_batch(board=caller.board, actor=caller.agent, ops=plan.service_ops)
+    snapshot = selectors.board_snapshot(caller.board)
+    numbers = [int(outcome.operations[plan.owners.index(i)]["taskId"]) for i in range(len(ops))]
+    # Labels for insert and delete changes: of the tasks as they were, and as inserted.
+    labels = {number: view.task.subject for number, view in plan.before.items()}
+    labels |= {n: op.label for n, op in zip(numbers, ops, strict=True) if op.label is not None}
+    labels |= {n: view.task.subject for n, view in snapshot.views.items()}
+    changes = _seed003_changes(outcome.changes, labels)
+    operations = None
+    if batch:
+        operations = []
+        for index, (op, number) in enumerate(zip(ops, numbers, strict=True)):
+            result: dict[str, Any] = {"action": op.action, "ok": True, "id": number}
+            if index in plan.user_refs:
+                result["ref"] = plan.user_refs[index]
+            operations.append(result)
+    return _seed003_answer(
+        action, snapshot.ordered(), snapshot, changes=changes, operations=operations
+    )
+
+
+def seed003_tasks(caller: tools.Caller, data: Seed003Input) -> tools.Answer:
+    _check_fields(data, data.action, "")
+    if data.action == "list":
+        return _seed003_list(caller, data)
+    if data.action == "batch":
+        assert data.ops is not None  # _check_fields requires it
+        for index, op in enumerate(data.ops):
+            _check_fields(op, op.action, f"ops.{index}.")
+        return _seed003_write(caller, "batch", data.ops, batch=True)
+    return _seed003_write(caller, data.action, [data], batch=False)
+
+
+SEED003_DESCRIPTION = (
+    "Plan and track work as a DAG of tasks. action insert (label required; parent_id for "
+    "hierarchy, blocked_by for ordering, prompt for the sub-agent), list (view open / ready / "
+    "blocked / in_progress / done, or status / parent_id filters; tree: true orders by parent "
+    "with depth), update (id required; status done completes it and auto-unblocks its "
+    "dependents, listed as auto_unblock changes; set result when done), delete (id), batch "
+    "(ops: [{action, ...}], all or nothing; inserts are numbered in order, so later ops may "
+    "use the ids they will get, or give an insert a ref; cycles and unknown ids reject the "
+    "whole batch). view ready lists the work you can dispatch now. Every answer has tasks, "
+    "total, counts and changes."
+)
+
+
+# --- lookup and definitions -----------------------------------------------------------------
+
+
+def dialect_for(tool_name: str) -> Dialect | None:
+    """The seed tool behind a tool name, or None when no seed uses that name."""
+    if tool_name == "tasks":
+        return Dialect("seed003", tool_name, Seed003Input, seed003_tasks)
+    match = SEED002_NAME.match(tool_name)
+    if match is None:
+        return None
+    ns, action = match.groups()
+    model, handler, _ = SEED002_TOOLS[action]
+    return Dialect("seed002", tool_name, model, partial(handler, ns=ns), is_async=action == "watch")
+
+
+def _definition(name: str, description: str, model: type[schemas.ToolInput], fmt: str) -> dict:
+    schema = model.model_json_schema()
+    schema.pop("title", None)
+    if fmt == "openai":
+        return {
+            "type": "function",
+            "function": {"name": name, "description": description, "parameters": schema},
+        }
+    return {"name": name, "description": description, "input_schema": schema}
+
+
+def dialect_definitions(dialect: str, fmt: str = "anthropic") -> list[dict[str, Any]]:
+    """A seed's tool definitions, in Anthropic's format or OpenAI's (``fmt="openai"``)."""
+    if dialect == "seed002":
+        return [
+            _definition(
+                f"board_tasks_{action}",
+                description + ANY_NAMESPACE.format(action),
+                model,
+                fmt,
+            )
+            for action, (model, _, description) in SEED002_TOOLS.items()
+        ]
+    if dialect == "seed003":
+        return [_definition("tasks", SEED003_DESCRIPTION, Seed003Input, fmt)]
+    raise ValueError(f"unknown dialect {dialect!r}; one of {', '.join(DIALECTS)}")

@@ -1,0 +1,248 @@
+"""The canonical tools as a Model Context Protocol server: ``/mcp/<slug>/`` (streamable HTTP).
+
+Built on the official ``mcp`` SDK: its low-level ``Server`` (``tools/list`` and
+``tools/call`` handlers) behind its ``StreamableHTTPSessionManager``, which speaks
+the transport (JSON-RPC framing, ``initialize``, protocol versions, errors). This
+module only adds what is ours, the same way ``boards.api`` does for plain HTTP:
+
+- the token is checked before the SDK sees the request (401/403 with our error
+  JSON), with ``api.authenticate_headers``, so the identity rules are the same
+  (a bound agent, or a team token and ``X-Agent``);
+- every tool is one of ``schemas.TOOL_INPUTS`` with its description and JSON
+  Schema, validated by the same pydantic model, run by the same handler
+  (``tools.SYNC_HANDLERS`` / ``tools.task_watch``), so all writes go through the
+  services; the answer JSON (with ``unreadMessages``) is the text content and the
+  structured content of the result;
+- a refused call (``ServiceError``, invalid input) is a tool error
+  (``isError: true``) whose text is the HTTP API's ``{"error": {...}}`` JSON.
+
+Stateless, one server per request. The caller is fixed by the request's token, so
+each HTTP request gets its own ``Server`` whose handlers close over that caller, and
+its own session manager in stateless JSON mode, run for just that request. This
+needs no process-wide state: no ``Mcp-Session-Id`` to keep in one process's memory
+(several daphne processes behind one address serve any request, SPEC §6), and no
+long-lived task group. The manager needs its task group running (``run()``) even
+in stateless mode, and the usual place, the ASGI lifespan, is not dependable here:
+daphne sends no lifespan events and Channels' ``ProtocolTypeRouter`` refuses them.
+Entering ``run()`` around the one request gives the task group a structured
+lifetime inside the request's own task instead (rather than one manager started
+lazily by the first request: a background task outliving every request, bound to
+one event loop, never shut down cleanly, holding sessions in memory). The tools need no server-to-client
+messages (no sampling, elicitation or notifications), so nothing is lost; a GET
+(the optional server-to-client SSE stream) is answered 405, as the transport allows.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from functools import cache
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+from asgiref.sync import ThreadSensitiveContext, sync_to_async
+from channels.db import database_sync_to_async
+from django.conf import settings
+from django.db import close_old_connections
+from django.http.request import split_domain_port, validate_host
+from mcp import types
+from mcp.server import Server, ServerRequestContext
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from pydantic import ValidationError
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse
+from starlette.types import Receive, Scope, Send
+
+from . import schemas, selectors, services, tools
+from .api import authenticate_headers
+from .errors import InvalidInput, NotFound, ServiceError
+
+logger = logging.getLogger(__name__)
+
+PATH = re.compile(r"^/mcp/(?P<slug>[-a-zA-Z0-9_]+)/?$")
+# Room for the JSON-RPC envelope around a tool input of the API's largest body.
+ENVELOPE_BYTES = 16 * 1024
+
+try:
+    VERSION = version("agent-kanban")
+except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+    VERSION = "0"
+
+
+def _error(code: str, message: str, details: Any = None) -> dict[str, Any]:
+    """The HTTP API's error shape (``api.error_response``), as a dict."""
+    error: dict[str, Any] = {"code": code, "message": message}
+    if details is not None:
+        error["details"] = details
+    return {"error": error}
+
+
+@cache
+def tool_list() -> list[types.Tool]:
+    return [
+        types.Tool(
+            name=name,
+            description=schemas.TOOL_DESCRIPTIONS[name],
+            input_schema=schemas.input_schema(name),
+        )
+        for name in schemas.TOOL_INPUTS
+    ]
+
+
+@cache
+def _input_schema(name: str) -> dict[str, Any] | None:
+    return schemas.input_schema(name) if name in schemas.TOOL_INPUTS else None
+
+
+def _result(body: dict[str, Any], *, error: bool = False) -> types.CallToolResult:
+    text = json.dumps(body, ensure_ascii=False)
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        structured_content=body,
+        is_error=error,
+    )
+
+
+def _validate(tool: str, arguments: dict[str, Any]) -> Any:
+    """Validate a tool input exactly as the HTTP endpoint does (``api._prepare``)."""
+    model = schemas.TOOL_INPUTS.get(tool)
+    if model is None:
+        raise NotFound(f"Unknown tool {tool[:64]!r}; tools/list lists them", code="unknown_tool")
+    try:
+        return model.model_validate(arguments)
+    except ValidationError as exc:
+        details = schemas.validation_details(exc)
+        summary = "; ".join(f"{d['field']}: {d['message']}" for d in details[:10])
+        raise InvalidInput(f"Invalid input for {tool}: {summary}", details=details) from exc
+    except RecursionError as exc:
+        raise InvalidInput("Input is nested too deeply") from exc
+
+
+def _run_sync(caller: tools.Caller, tool: str, data: Any) -> dict[str, Any]:
+    handler: Any = tools.SYNC_HANDLERS[tool]
+    answer: tools.Answer = handler(caller, data)
+    answer.body["unreadMessages"] = selectors.unread_count(caller.board, caller.agent)
+    return answer.body
+
+
+async def call_tool(
+    caller: tools.Caller, tool: str, arguments: dict[str, Any]
+) -> types.CallToolResult:
+    """Run one canonical tool for ``caller``; a refusal is a tool error with the API's error JSON."""
+    try:
+        data = _validate(tool, arguments)
+        if tool == "TaskWatch":
+            answer = await tools.task_watch(caller, data)
+            body = answer.body
+            body["unreadMessages"] = await database_sync_to_async(selectors.unread_count)(
+                caller.board, caller.agent
+            )
+        else:
+            body = await database_sync_to_async(_run_sync)(caller, tool, data)
+    except ServiceError as exc:
+        return _result(_error(exc.code, exc.message, exc.details), error=True)
+    except Exception:
+        logger.exception("MCP tool %s on board %s failed", tool, caller.board.slug)
+        return _result(
+            _error("internal_error", "The server failed; the change was not applied"), error=True
+        )
+    return _result(body)
+
+
+def build_server(caller: tools.Caller) -> Server[Any]:
+    """An MCP server serving the canonical tools to one authenticated caller."""
+
+    async def on_list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tool_list())
+
+    async def on_call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        return await call_tool(caller, params.name, params.arguments or {})
+
+    board = caller.board
+    return Server(
+        "agent-kanban",
+        version=VERSION,
+        title="Agent Kanban",
+        instructions=(
+            f"The task board {board.name!r}, shared with people and other agents; you are "
+            f"{caller.agent!r}. TaskList (view 'ready') finds work, TaskClaim takes it (without "
+            "taskId: the next ready task), TaskUpdate with status 'completed' and a result "
+            "finishes it. Every answer counts your unread messages from people (InboxRead)."
+        ),
+        get_tool_input_schema=_input_schema,
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
+    )
+
+
+def _host_allowed(headers: Headers) -> bool:
+    """Django's ALLOWED_HOSTS check, which this route (outside Django's handler) would miss.
+
+    It is also the DNS-rebinding protection the MCP transport asks for; the SDK's own
+    (``TransportSecuritySettings``) is left off so that one list rules the whole site.
+    """
+    allowed = settings.ALLOWED_HOSTS
+    if settings.DEBUG and not allowed:
+        allowed = [".localhost", "127.0.0.1", "[::1]"]  # as HttpRequest.get_host()
+    domain, _ = split_domain_port(headers.get("host", ""))
+    return bool(domain) and validate_host(domain, allowed)
+
+
+def _authenticate(headers: Headers, slug: str) -> tools.Caller:
+    caller = authenticate_headers(headers, slug)
+    services.agent_seen(board=caller.board, agent=caller.agent)
+    return caller
+
+
+async def _refuse(
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    status: int,
+    body: dict[str, Any],
+    headers: dict[str, str] | None = None,
+) -> None:
+    await JSONResponse(body, status_code=status, headers=headers)(scope, receive, send)
+
+
+async def mcp_app(scope: Scope, receive: Receive, send: Send) -> None:
+    """ASGI app for ``/mcp/<slug>`` and ``/mcp/<slug>/`` (HTTP only)."""
+    assert scope["type"] == "http"
+    match = PATH.match(scope["path"])
+    if match is None:
+        body = _error("not_found", "The MCP endpoint of a board is /mcp/<board-slug>/")
+        return await _refuse(scope, receive, send, 404, body)
+    headers = Headers(scope=scope)
+    if not _host_allowed(headers):
+        body = _error("disallowed_host", "Invalid Host header; see ALLOWED_HOSTS")
+        return await _refuse(scope, receive, send, 400, body)
+    # Like Django's ASGI handler: this request's sync code gets a thread of its own,
+    # so concurrent MCP requests do not queue behind one another on a single thread.
+    async with ThreadSensitiveContext():
+        try:
+            caller = await database_sync_to_async(_authenticate)(headers, match["slug"])
+        except ServiceError as exc:
+            status = exc.status
+            extra = {"WWW-Authenticate": 'Bearer realm="kanban"'} if status == 401 else None
+            body = _error(exc.code, exc.message, exc.details)
+            return await _refuse(scope, receive, send, status, body, extra)
+        if scope["method"] != "POST":
+            body = _error("method_not_allowed", "This MCP server is stateless: POST only")
+            return await _refuse(scope, receive, send, 405, body, {"Allow": "POST"})
+        manager = StreamableHTTPSessionManager(
+            app=build_server(caller),
+            stateless=True,
+            json_response=True,
+            max_request_body_size=settings.KANBAN_MAX_BODY_BYTES + ENVELOPE_BYTES,
+        )
+        try:
+            async with manager.run():
+                await manager.handle_request(scope, receive, send)
+        finally:
+            # Django's request_finished does the same for its own requests.
+            await sync_to_async(close_old_connections)()

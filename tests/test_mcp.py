@@ -1,0 +1,317 @@
+"""The MCP server at ``/mcp/<slug>/``, driven by the official SDK's own client.
+
+A real daphne process serves ``kanban.asgi:application`` on its own SQLite file
+(the way the browser tests do), so the MCP route, the ASGI router, the token
+check and the SDK's transport are all exercised as an MCP client meets them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from mcp import Client, ClientSession, types
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from mcp.types.version import LATEST_HANDSHAKE_VERSION, LATEST_MODERN_VERSION
+
+from boards import schemas
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[1]
+START_SECONDS = 30.0
+APP = "kanban.asgi:application"
+
+# Boards and tokens, made in the server's database by one ``manage.py shell`` run.
+SETUP = """
+import io, json
+from django.core.management import call_command
+from boards import services
+from boards.models import AgentToken, hash_token
+
+call_command("migrate", "--noinput", verbosity=0)
+
+def run(*args, **options):
+    out = io.StringIO()
+    call_command(*args, stdout=out, **options)
+    return out.getvalue().strip().splitlines()[-1]
+
+for slug in ("tools", "flow", "errors", "team", "other", "modern"):
+    run("createboard", slug)
+tokens = {slug: run("issuetoken", slug, "alice") for slug in ("tools", "flow", "errors", "other", "modern")}
+tokens["team"] = run("issuetoken", "team", "agents", team=True)
+tokens["revoked"] = run("issuetoken", "errors", "mallory")
+revoked = AgentToken.objects.get(token_hash=hash_token(tokens["revoked"]))
+services.token_revoke(board=revoked.board, token_id=revoked.pk)
+print(json.dumps(tokens))
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class Live:
+    base_url: str
+    tokens: dict[str, str]
+
+    def url(self, slug: str, *, slash: bool = True) -> str:
+        return f"{self.base_url}/mcp/{slug}{'/' if slash else ''}"
+
+
+@pytest.fixture(scope="module")
+def live() -> Iterator[Live]:
+    with tempfile.TemporaryDirectory(prefix="kanban-mcp-") as tmp:
+        env = {**os.environ, "DJANGO_SETTINGS_MODULE": "kanban.settings", "PYTHONUNBUFFERED": "1"}
+        env.pop("REDIS_URL", None)
+        env["DATABASE_URL"] = f"sqlite:///{Path(tmp) / 'mcp.db'}"
+        setup = subprocess.run(
+            [sys.executable, "manage.py", "shell", "-c", SETUP],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert setup.returncode == 0, setup.stdout + setup.stderr
+        tokens = json.loads(setup.stdout.strip().splitlines()[-1])
+        port = _free_port()
+        log_path = Path(tmp) / "daphne.log"
+        with log_path.open("wb") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), APP],
+                cwd=ROOT,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        base_url = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + START_SECONDS
+            while True:
+                assert proc.poll() is None, log_path.read_text(errors="replace")
+                assert time.monotonic() < deadline, log_path.read_text(errors="replace")
+                try:
+                    with urllib.request.urlopen(f"{base_url}/healthz", timeout=2):
+                        break
+                except (urllib.error.URLError, ConnectionError, TimeoutError):
+                    time.sleep(0.05)
+            yield Live(base_url, tokens)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+        log_text = log_path.read_text(errors="replace")
+        assert "Traceback" not in log_text, log_text
+
+
+def _http(token: str | None = None, **headers: str) -> httpx2.AsyncClient:
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    return httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(10.0))
+
+
+@asynccontextmanager
+async def session(url: str, token: str, **headers: str) -> AsyncIterator[ClientSession]:
+    """An initialized SDK client session (the handshake era, as Claude Code speaks it)."""
+    async with (
+        _http(token, **headers) as http,
+        streamable_http_client(url, http_client=http) as (read, write),
+        ClientSession(read, write) as client,
+    ):
+        await client.initialize()
+        yield client
+
+
+def payload(result: types.CallToolResult, *, error: bool = False) -> dict[str, Any]:
+    """The answer JSON of a tool result: its one text block, also its structured content."""
+    assert result.is_error is error, result
+    assert len(result.content) == 1
+    block = result.content[0]
+    assert isinstance(block, types.TextContent)
+    body = json.loads(block.text)
+    assert result.structured_content == body
+    return body
+
+
+async def call(client: ClientSession, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    body = payload(await client.call_tool(tool, arguments))
+    assert body["unreadMessages"] == 0
+    return body
+
+
+async def call_error(client: ClientSession, tool: str, arguments: dict[str, Any]) -> dict:
+    return payload(await client.call_tool(tool, arguments), error=True)["error"]
+
+
+async def test_initialize_and_list_tools(live: Live) -> None:
+    async with (
+        _http(live.tokens["tools"]) as http,
+        streamable_http_client(live.url("tools"), http_client=http) as (read, write),
+        ClientSession(read, write) as client,
+    ):
+        init = await client.initialize()
+        assert init.protocol_version == LATEST_HANDSHAKE_VERSION
+        assert init.server_info.name == "agent-kanban"
+        assert init.capabilities.tools is not None
+        assert "'alice'" in (init.instructions or "")
+
+        tools = (await client.list_tools()).tools
+    assert [t.name for t in tools] == list(schemas.TOOL_INPUTS)
+    assert len(tools) == 10
+    for tool in tools:
+        assert tool.description == schemas.TOOL_DESCRIPTIONS[tool.name]
+        assert tool.input_schema == schemas.input_schema(tool.name)
+
+
+async def test_create_claim_next_complete(live: Live) -> None:
+    # Without the trailing slash, which clients configured by hand often drop.
+    async with session(live.url("flow", slash=False), live.tokens["flow"]) as client:
+        first = await call(client, "TaskCreate", {"subject": "Write the schema"})
+        assert first["task"]["id"] == "1"
+        assert first["task"]["createdBy"] == "alice"
+        await call(client, "TaskCreate", {"subject": "Write tests", "blockedBy": ["1"]})
+        await call(client, "TaskCreate", {"subject": "Docs"})
+
+        # No taskId: the lowest-numbered ready task (#2 is blocked by #1).
+        claimed = await call(client, "TaskClaim", {})
+        assert claimed["task"]["id"] == "1"
+        assert claimed["task"]["status"] == "in_progress"
+        assert claimed["task"]["owner"] == "alice"
+
+        done = await call(
+            client, "TaskUpdate", {"taskId": "1", "status": "completed", "result": "Merged"}
+        )
+        assert {"type": "auto_unblock", "taskId": "2"} in done["changes"]
+
+        task = (await call(client, "TaskGet", {"taskId": "1"}))["task"]
+        assert (task["status"], task["owner"], task["result"]) == ("completed", "alice", "Merged")
+        assert task["blocks"] == ["2"]
+        # TaskWatch (the async handler): a finished task answers at once...
+        watched = await call(client, "TaskWatch", {"taskId": "1"})
+        assert (watched["timedOut"], watched["task"]["status"]) == (False, "completed")
+        # ... an open one at the timeout.
+        waited = await call(client, "TaskWatch", {"taskId": "3", "timeoutSeconds": 0.2})
+        assert (waited["timedOut"], waited["task"]["status"]) == (True, "pending")
+
+        # #2 is ready now and comes before #3.
+        assert (await call(client, "TaskClaim", {}))["task"]["id"] == "2"
+        listed = await call(client, "TaskList", {"format": "text"})
+        assert listed["counts"]["completed"] == 1
+        assert listed["counts"]["in_progress"] == 1
+
+
+async def test_refusals_are_tool_errors_with_the_api_error_json(live: Live) -> None:
+    async with session(live.url("errors"), live.tokens["errors"]) as client:
+        assert await call_error(client, "TaskGet", {"taskId": "999"}) == {
+            "code": "task_not_found",
+            "message": "Task #999 not found",
+        }
+        invalid = await call_error(client, "TaskCreate", {"subject": "x", "colour": "red"})
+        assert invalid["code"] == "invalid_input"
+        assert invalid["details"] == [
+            {"field": "colour", "message": "Extra inputs are not permitted"}
+        ]
+        assert (await call_error(client, "TaskCreate", {}))["details"][0]["field"] == "subject"
+        assert (await call_error(client, "Nope", {}))["code"] == "unknown_tool"
+        # A rule of the services: a task already owned by another agent cannot be claimed.
+        await call(client, "TaskCreate", {"subject": "Taken"})
+        await call(client, "TaskReassign", {"taskId": "1", "owner": "bob"})
+        conflict = await call_error(client, "TaskClaim", {"taskId": "1"})
+        assert conflict["code"] == "owned"
+
+
+async def test_team_token_names_its_agent_with_x_agent(live: Live) -> None:
+    async with session(live.url("team"), live.tokens["team"], **{"X-Agent": "worker-7"}) as client:
+        created = await call(client, "TaskCreate", {"subject": "From a sub-agent"})
+        assert created["task"]["createdBy"] == "worker-7"
+        assert (await call(client, "TaskClaim", {}))["task"]["owner"] == "worker-7"
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": LATEST_HANDSHAKE_VERSION,
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"},
+    },
+}
+ACCEPT = {"Accept": "application/json, text/event-stream"}
+
+
+@pytest.mark.parametrize(
+    ("slug", "token", "status", "code"),
+    [
+        ("errors", None, 401, "unauthorized"),
+        ("errors", "ak_not-a-real-token", 401, "unauthorized"),
+        ("errors", "other", 403, "forbidden"),
+        ("errors", "revoked", 403, "token_revoked"),
+        ("team", "team", 400, "invalid_input"),  # a team token without X-Agent
+        ("no-such-board", "errors", 404, "board_not_found"),
+    ],
+)
+async def test_refused_before_any_mcp_processing(
+    live: Live, slug: str, token: str | None, status: int, code: str
+) -> None:
+    raw = live.tokens.get(token, token) if token else None
+    async with _http(raw, **ACCEPT) as http:
+        response = await http.post(live.url(slug), json=INITIALIZE)
+    assert response.status_code == status, response.text
+    # Our error JSON, not a JSON-RPC answer: the SDK never saw the request.
+    assert response.json()["error"]["code"] == code
+    assert "jsonrpc" not in response.json()
+    if status == 401:
+        assert response.headers["WWW-Authenticate"].startswith("Bearer")
+
+
+async def test_sdk_client_without_a_valid_token_fails(live: Live) -> None:
+    with pytest.raises(ExceptionGroup) as raised:
+        async with session(live.url("tools"), "ak_wrong"):
+            pass
+    assert raised.group_contains(MCPError, match="error response")
+
+
+async def test_get_stream_is_refused_as_the_server_is_stateless(live: Live) -> None:
+    async with _http(live.tokens["tools"], Accept="text/event-stream") as http:
+        response = await http.get(live.url("tools"))
+    assert response.status_code == 405
+    assert response.headers["Allow"] == "POST"
+
+
+async def test_modern_protocol_without_handshake(live: Live) -> None:
+    """The SDK's high-level client in ``auto`` mode discovers the 2026 protocol and uses it."""
+    async with (
+        _http(live.tokens["modern"]) as http,
+        Client(streamable_http_client(live.url("modern"), http_client=http)) as client,
+    ):
+        assert client.protocol_version == LATEST_MODERN_VERSION
+        assert len((await client.list_tools()).tools) == 10
+        created = payload(await client.call_tool("TaskCreate", {"subject": "Modern"}))
+        assert created["task"]["createdBy"] == "alice"
+        missing = payload(await client.call_tool("TaskGet", {"taskId": "42"}), error=True)
+        assert missing["error"]["code"] == "task_not_found"
