@@ -182,7 +182,12 @@ def render_board_fragments(
             )
             html += f'<template hx-swap-oob="beforeend:#cards-{view.column}">{card}</template>'
         cards[str(number)] = html
-    return {"seq": seq, "cards": cards, "header": render_header_parts(context) if context else {}, "full": None}
+    return {
+        "seq": seq,
+        "cards": cards,
+        "header": render_header_parts(context) if context else {},
+        "full": None,
+    }
 
 
 def render_header_parts(context: dict[str, Any]) -> dict[str, str]:

@@ -39,7 +39,10 @@ def database_from_url(url: str) -> dict:
         if env_bool("DATABASE_POOL", True):
             # A connection pool instead of persistent connections: under ASGI requests run in
             # many threads, and opening a connection per request costs more than the query.
-            options["pool"] = {"min_size": 2, "max_size": int(os.environ.get("DATABASE_POOL_SIZE", "20"))}
+            options["pool"] = {
+                "min_size": 2,
+                "max_size": int(os.environ.get("DATABASE_POOL_SIZE", "20")),
+            }
         return {
             "ENGINE": "django.db.backends.postgresql",
             "NAME": unquote(parts.path.lstrip("/")) or "postgres",

@@ -44,7 +44,11 @@ class Cluster:
         self.workdir = workdir
         self.backend = backend
         self.processes: list[subprocess.Popen] = []
-        self.env = {**os.environ, "DJANGO_SETTINGS_MODULE": "kanban.settings", "PYTHONUNBUFFERED": "1"}
+        self.env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "kanban.settings",
+            "PYTHONUNBUFFERED": "1",
+        }
         self.pg_name = ""
         if backend == "postgresql":
             admin = postgres_admin_url()
@@ -52,7 +56,9 @@ class Cluster:
             self.pg_name = f"kanban_mp_{uuid.uuid4().hex[:10]}"
             self._psql(admin, f'CREATE DATABASE "{self.pg_name}"')
             parts = urllib.parse.urlsplit(admin)
-            self.env["DATABASE_URL"] = urllib.parse.urlunsplit(parts._replace(path=f"/{self.pg_name}"))
+            self.env["DATABASE_URL"] = urllib.parse.urlunsplit(
+                parts._replace(path=f"/{self.pg_name}")
+            )
         else:
             self.env["DATABASE_URL"] = f"sqlite:///{workdir / 'cluster.db'}"
             self.env.pop("REDIS_URL", None)
@@ -81,7 +87,16 @@ class Cluster:
         port = free_port()
         log = open(self.workdir / f"daphne-{port}.log", "w")  # noqa: SIM115 - closed with the process
         process = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "kanban.asgi:application"],
+            [
+                sys.executable,
+                "-m",
+                "daphne",
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(port),
+                "kanban.asgi:application",
+            ],
             cwd=ROOT,
             env=self.env,
             stdout=log,
@@ -127,13 +142,23 @@ class Cluster:
 
 
 def call(
-    base: str, slug: str, token: str, tool: str, body: dict[str, Any], *, agent: str = "", timeout: float = 60
+    base: str,
+    slug: str,
+    token: str,
+    tool: str,
+    body: dict[str, Any],
+    *,
+    agent: str = "",
+    timeout: float = 60,
 ) -> tuple[int, Any]:
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     if agent:
         headers["X-Agent"] = agent  # a team token names its agent per request
     request = urllib.request.Request(
-        f"{base}/api/boards/{slug}/tools/{tool}", data=json.dumps(body).encode(), headers=headers, method="POST"
+        f"{base}/api/boards/{slug}/tools/{tool}",
+        data=json.dumps(body).encode(),
+        headers=headers,
+        method="POST",
     )
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
@@ -152,5 +177,7 @@ def session_cookie(base: str, username: str, password: str) -> str:
     form = urllib.parse.urlencode(
         {"username": username, "password": password, "csrfmiddlewaretoken": found.group(1).decode()}
     ).encode()
-    opener.open(urllib.request.Request(f"{base}/login/", data=form, headers={"Referer": f"{base}/login/"})).read()
+    opener.open(
+        urllib.request.Request(f"{base}/login/", data=form, headers={"Referer": f"{base}/login/"})
+    ).read()
     return "; ".join(f"{c.name}={c.value}" for c in jar)

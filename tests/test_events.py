@@ -91,7 +91,9 @@ def test_only_changes_that_can_move_counts_rerender_the_header(
     monkeypatch.setattr(events, "_send", lambda *args: sent.append(args))
     make_task(board, "A")
     with django_capture_on_commit_callbacks(execute=True):
-        services.task_update(board=board, actor="alice", task_id="1", notes="halfway", metadata={"p": 50})
+        services.task_update(
+            board=board, actor="alice", task_id="1", notes="halfway", metadata={"p": 50}
+        )
         services.task_update(board=board, actor="alice", task_id="1", status="completed")
     quiet, loud = sent
     assert (quiet[2], quiet[4]) == ([1], False)

@@ -19,7 +19,8 @@ pytestmark = pytest.mark.slow
 
 SCALEOUT = bool(postgres_admin_url() and os.environ.get("REDIS_URL"))
 needs_scaleout = pytest.mark.skipif(
-    not SCALEOUT, reason="runs in the PostgreSQL + Redis pass (DATABASE_URL=postgres://…, REDIS_URL)"
+    not SCALEOUT,
+    reason="runs in the PostgreSQL + Redis pass (DATABASE_URL=postgres://…, REDIS_URL)",
 )
 # Each pass races on its own database: SQLite by default, PostgreSQL in the scale-out pass.
 BACKENDS = ["postgresql"] if postgres_admin_url() else ["sqlite"]
@@ -50,7 +51,9 @@ def test_scaleout_pass_really_runs_on_postgresql_and_redis():
         from django.conf import settings
 
         assert settings.DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
-        assert settings.CHANNEL_LAYERS["default"]["BACKEND"] == "channels_redis.core.RedisChannelLayer"
+        assert (
+            settings.CHANNEL_LAYERS["default"]["BACKEND"] == "channels_redis.core.RedisChannelLayer"
+        )
 
 
 @needs_scaleout
@@ -62,9 +65,13 @@ async def test_a_change_through_one_process_reaches_a_socket_on_another(cluster_
     cluster.user("pat", "pw-pat-123")
     cookie = await asyncio.to_thread(session_cookie, b, "pat", "pw-pat-123")
     socket_url = b.replace("http://", "ws://") + "/ws/boards/mp/?seq=0"
-    async with websockets.connect(socket_url, additional_headers={"Cookie": cookie, "Origin": b}) as ws:
+    async with websockets.connect(
+        socket_url, additional_headers={"Cookie": cookie, "Origin": b}
+    ) as ws:
         sent = time.monotonic()
-        status, _ = await asyncio.to_thread(call, a, "mp", token, "TaskCreate", {"subject": "Made on A"})
+        status, _ = await asyncio.to_thread(
+            call, a, "mp", token, "TaskCreate", {"subject": "Made on A"}
+        )
         assert status == 200
 
         async def card_frame() -> str:
@@ -79,7 +86,9 @@ async def test_a_change_through_one_process_reaches_a_socket_on_another(cluster_
 
 
 @needs_scaleout
-async def test_a_watch_waiting_on_one_process_returns_when_another_completes_the_task(cluster_factory):
+async def test_a_watch_waiting_on_one_process_returns_when_another_completes_the_task(
+    cluster_factory,
+):
     cluster = cluster_factory("postgresql")
     a, b = cluster.start(), cluster.start()
     cluster.board("mp")
@@ -101,7 +110,9 @@ def _claim_all(bases: list[str], token: str, index: int) -> list[tuple[int, int]
     outcomes = []
     for number in range(1, RACE_TASKS + 1):
         base = bases[(index + number) % len(bases)]
-        status, _ = call(base, "race", token, "TaskClaim", {"taskId": str(number)}, agent=f"agent-{index}")
+        status, _ = call(
+            base, "race", token, "TaskClaim", {"taskId": str(number)}, agent=f"agent-{index}"
+        )
         outcomes.append((number, status))
     return outcomes
 
@@ -141,7 +152,9 @@ def test_sixteen_processes_racing_for_each_task_claim_it_exactly_once(cluster_fa
     assert sorted(winners) == list(range(1, RACE_TASKS + 1))
     assert all(len(names) == 1 for names in winners.values())
     _, listed = call(bases[1], "race", planner, "TaskList", {})
-    assert {t["id"]: t["owner"] for t in listed["tasks"]} == {str(n): w[0] for n, w in winners.items()}
+    assert {t["id"]: t["owner"] for t in listed["tasks"]} == {
+        str(n): w[0] for n, w in winners.items()
+    }
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
