@@ -162,10 +162,10 @@ def render_board_fragments(
     """
     board = Board.objects.get(pk=board_id)
     if full:
-        context = board_context(board)
-        context["oob"] = True
-        body = render_to_string("boards/board.html#board-body", context)
-        return {"seq": context["seq"], "full": body, "cards": {}, "header": {}}
+        page = board_context(board)
+        page["oob"] = True
+        body = render_to_string("boards/board.html#board-body", page)
+        return {"seq": page["seq"], "full": body, "cards": {}, "header": {}}
     seq = board.last_seq
     numbers = sorted(set(numbers))
     views = selectors.task_views(board, numbers, with_children=False)
