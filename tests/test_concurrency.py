@@ -110,3 +110,35 @@ def test_concurrent_metadata_updates_lose_no_key():
     task = Task.objects.get(board=board, number=1)
     assert len(task.metadata) == writers * keys_each
     assert task.version == 1 + writers * keys_each
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_claim_next_under_a_race_of_eight_agents_claims_every_task_exactly_once():
+    board = make_board("race")
+    ready = 40
+    services.task_batch(
+        board=board,
+        actor="planner",
+        ops=[{"op": "create", "subject": f"Task {i}"} for i in range(ready)],
+    )
+    tokens = [make_token(board, f"agent-{i}") for i in range(CLAIMERS)]
+
+    def claim_until_empty(index: int) -> list[str]:
+        client = Client()
+        claimed = []
+        while True:
+            response = post(client, tokens[index], "TaskClaim", {})
+            assert response.status_code == 200, response.content
+            task = response.json()["task"]
+            if task is None:
+                return claimed
+            assert task["owner"] == f"agent-{index}"
+            claimed.append(task["id"])
+
+    results = run_in_threads(CLAIMERS, claim_until_empty)
+    everything = [task_id for claimed in results for task_id in claimed]
+    assert sorted(everything, key=int) == [str(n) for n in range(1, ready + 1)]
+    owners = dict(Task.objects.filter(board=board).values_list("number", "owner"))
+    for index, claimed in enumerate(results):
+        assert all(owners[int(task_id)] == f"agent-{index}" for task_id in claimed)
