@@ -94,3 +94,9 @@ def person_client(person) -> Client:
     client = Client()
     client.force_login(person)
     return client
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    # Playwright's sync API keeps an event loop running in the main thread for the rest
+    # of the session once started, which breaks later async tests: browser tests go last.
+    items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
