@@ -1,3 +1,4 @@
+from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import path
@@ -27,3 +28,8 @@ urlpatterns = [
     path("api/boards/<slug:slug>/tools", api.tool_list, name="tool-list"),
     path("api/boards/<slug:slug>/tools/<str:tool>", api.tool_call, name="tool-call"),
 ]
+
+if settings.KANBAN_BENCH:
+    from boards import benchtools
+
+    urlpatterns.append(path("bench/echo/", benchtools.echo))

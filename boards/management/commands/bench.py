@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -78,18 +79,39 @@ def free_port() -> int:
 
 
 class Server:
-    """A daphne process on its own SQLite database."""
+    """daphne processes on one database: a fresh SQLite file, or a fresh PostgreSQL database."""
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, *, pg_admin: str = "", redis_url: str = "") -> None:
+        self.workdir = workdir
+        self.pg_admin = pg_admin
+        self.pg_name = ""
         self.env = {
             **os.environ,
-            "DATABASE_URL": f"sqlite:///{workdir / 'bench.db'}",
             "DJANGO_SETTINGS_MODULE": "kanban.settings",
+            "KANBAN_BENCH": "1",
         }
         self.env.pop("REDIS_URL", None)
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.process: subprocess.Popen | None = None
+        if pg_admin:
+            import psycopg
+
+            self.pg_name = f"kanban_bench_{os.getpid()}_{int(time.time())}"
+            with psycopg.connect(pg_admin, autocommit=True) as conn:
+                conn.execute(f'CREATE DATABASE "{self.pg_name}"')
+            parts = urllib.parse.urlsplit(pg_admin)
+            self.env["DATABASE_URL"] = urllib.parse.urlunsplit(
+                parts._replace(path=f"/{self.pg_name}")
+            )
+        else:
+            self.env["DATABASE_URL"] = f"sqlite:///{workdir / 'bench.db'}"
+        if redis_url:
+            self.env["REDIS_URL"] = redis_url
+        self.processes: list[subprocess.Popen] = []
+        self.bases: list[str] = []
+        self.manage("migrate", "--verbosity", "0")
+
+    @property
+    def base(self) -> str:
+        return self.bases[0]
 
     def manage(self, *args: str) -> str:
         result = subprocess.run(
@@ -102,50 +124,89 @@ class Server:
         )
         return result.stdout.strip()
 
-    def start(self) -> None:
-        self.manage("migrate", "--verbosity", "0")
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "daphne",
-                "-b",
-                "127.0.0.1",
-                "-p",
-                str(self.port),
-                "kanban.asgi:application",
-            ],
-            cwd=settings.BASE_DIR,
-            env=self.env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                    return
-            except OSError:
-                time.sleep(0.1)
-        raise RuntimeError("the server did not start")
+    def start(self, count: int = 1) -> None:
+        for _ in range(count):
+            port = free_port()
+            process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "daphne",
+                    "-b",
+                    "127.0.0.1",
+                    "-p",
+                    str(port),
+                    "kanban.asgi:application",
+                ],
+                cwd=settings.BASE_DIR,
+                env=self.env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            self.processes.append(process)
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                        break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise RuntimeError("the server did not start") from None
+                    time.sleep(0.1)
+            self.bases.append(f"http://127.0.0.1:{port}")
+
+    def rss_mb(self, index: int = 0) -> float:
+        status = Path(f"/proc/{self.processes[index].pid}/status").read_text()
+        kb = int(re.search(r"VmRSS:\s+(\d+)", status).group(1))  # type: ignore[union-attr]
+        return round(kb / 1024, 1)
 
     def stop(self) -> None:
-        if self.process:
-            self.process.terminate()
-            self.process.wait(10)
+        for process in self.processes:
+            process.terminate()
+        for process in self.processes:
+            process.wait(10)
+        if self.pg_name:
+            import psycopg
+
+            with psycopg.connect(self.pg_admin, autocommit=True) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{self.pg_name}" WITH (FORCE)')
+
+
+def login_opener(base: str, username: str, password: str) -> urllib.request.OpenerDirector:
+    """A urllib opener logged in through the login form (session cookie kept)."""
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    with opener.open(f"{base}/login/") as response:
+        found = re.search(rb'name="csrfmiddlewaretoken" value="([^"]+)"', response.read())
+    assert found, "no CSRF token on the login page"
+    form = urllib.parse.urlencode(
+        {"username": username, "password": password, "csrfmiddlewaretoken": found.group(1).decode()}
+    ).encode()
+    request = urllib.request.Request(
+        f"{base}/login/", data=form, headers={"Referer": f"{base}/login/"}
+    )
+    opener.open(request).read()
+    opener.cookie_jar = jar  # type: ignore[attr-defined]
+    return opener
+
+
+def session_cookie(base: str, username: str, password: str) -> str:
+    opener = login_opener(base, username, password)
+    return "; ".join(f"{c.name}={c.value}" for c in opener.cookie_jar)  # type: ignore[attr-defined]
 
 
 class Agent:
-    def __init__(self, base: str, slug: str, token: str) -> None:
+    def __init__(self, base: str, slug: str, token: str, name: str = "") -> None:
         self.url = f"{base}/api/boards/{slug}/tools/"
         self.token = token
+        self.name = name  # set for a team token: sent as X-Agent
 
     def call(self, tool: str, body: dict[str, Any]) -> tuple[int, dict]:
+        headers = {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"}
+        if self.name:
+            headers["X-Agent"] = self.name
         request = urllib.request.Request(
-            self.url + tool,
-            data=json.dumps(body).encode(),
-            headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
-            method="POST",
+            self.url + tool, data=json.dumps(body).encode(), headers=headers, method="POST"
         )
         try:
             with urllib.request.urlopen(request, timeout=30) as response:
@@ -155,52 +216,114 @@ class Agent:
 
 
 class Command(BaseCommand):
-    help = "Measure push latency, tool call latency and board render time on a fresh server."
+    help = "Measure the board's speed on servers it starts itself; prints a table, writes JSON."
 
     def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--quick", action="store_true", help="small counts: checks the harness")
         parser.add_argument("--changes", type=int, default=200, help="changes per push run")
-        parser.add_argument("--pages", default="1,20", help="page counts for the push runs")
+        parser.add_argument("--pages", default="1,20", help="Chromium page counts")
+        parser.add_argument("--clients", default="1,50,200", help="WebSocket client counts")
         parser.add_argument("--sizes", default="100,1000,5000", help="board sizes to render")
         parser.add_argument("--calls", type=int, default=300, help="tool calls per latency run")
+        parser.add_argument("--racers", type=int, default=16)
+        parser.add_argument("--race-tasks", type=int, default=200)
+        parser.add_argument(
+            "--pg-url",
+            default=os.environ.get(
+                "KANBAN_BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432/postgres"
+            ),
+            help="PostgreSQL server for the scale-out run (a database is created and dropped)",
+        )
+        parser.add_argument(
+            "--redis-url",
+            default=os.environ.get("KANBAN_BENCH_REDIS_URL", "redis://127.0.0.1:6379/1"),
+        )
+        parser.add_argument("--skip", default="", help="comma-separated sections to skip")
         parser.add_argument("--out", default="bench-results.json")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["quick"]:
+            options.update(
+                changes=9, pages="1", clients="1,5", sizes="100", calls=20, racers=4, race_tasks=20
+            )
+        skip = set(filter(None, options["skip"].split(",")))
         results: dict[str, Any] = {
             "machine": f"{os.cpu_count()} cores",
             "when": time.strftime("%Y-%m-%d %H:%M"),
+            "command": "python manage.py bench " + " ".join(sys.argv[2:]),
         }
         with tempfile.TemporaryDirectory() as tmp:
             server = Server(Path(tmp))
             server.start()
             try:
-                server.manage(
-                    "shell",
-                    "-c",
-                    "from django.contrib.auth.models import User; "
-                    "User.objects.create_user('bench', password='bench-pass-1')",
+                self.make_user(server)
+                sqlite: dict[str, Any] = {}
+                sqlite["tool_calls"] = self.tool_calls(server, options["calls"])
+                if "browser" not in skip:
+                    sqlite["browser_push"] = [
+                        self.browser_push(server, int(n), options["changes"])
+                        for n in options["pages"].split(",")
+                    ]
+                sqlite["socket_push"] = self.socket_push(
+                    server, [int(n) for n in options["clients"].split(",")], options["changes"] // 2
                 )
-                results["tool_calls"] = self.tool_calls(server, options["calls"])
-                results["push"] = [
-                    self.push(server, int(n), options["changes"])
-                    for n in options["pages"].split(",")
-                ]
-                results["render"] = [
+                sqlite["render"] = [
                     self.render(server, int(n)) for n in options["sizes"].split(",")
                 ]
+                sqlite["race"] = self.race(server, options["racers"], options["race_tasks"])
+                results["sqlite"] = sqlite
             finally:
                 server.stop()
+            if "pg" not in skip:
+                results["postgresql_redis"] = self.scale_out(Path(tmp), options)
         self.report(results)
         Path(options["out"]).write_text(json.dumps(results, indent=2))
         self.stdout.write(f"\nwrote {options['out']}")
 
-    def board(self, server: Server, slug: str) -> Agent:
+    def make_user(self, server: Server) -> None:
+        server.manage(
+            "shell",
+            "-c",
+            "from django.contrib.auth.models import User; "
+            "User.objects.create_user('bench', password='bench-pass-1')",
+        )
+
+    def board(self, server: Server, slug: str, *, team: bool = False) -> Agent:
         server.manage("createboard", slug)
-        return Agent(server.base, slug, server.manage("issuetoken", slug, "bench-agent"))
+        args = ["issuetoken", slug, "bench-agent", *(["--team"] if team else [])]
+        return Agent(server.base, slug, server.manage(*args), "bench-agent" if team else "")
+
+    def scale_out(self, workdir: Path, options: dict[str, Any]) -> dict[str, Any]:
+        """The same figures on PostgreSQL + Redis with two server processes."""
+        try:
+            import psycopg
+
+            with psycopg.connect(options["pg_url"], connect_timeout=3):
+                pass
+            import redis  # channels-redis depends on it
+
+            redis.Redis.from_url(options["redis_url"], socket_connect_timeout=3).ping()
+        except Exception as exc:
+            self.stderr.write(f"skipping PostgreSQL + Redis: {exc}")
+            return {"skipped": str(exc)}
+        server = Server(workdir / "pg", pg_admin=options["pg_url"], redis_url=options["redis_url"])
+        server.start(2)
+        try:
+            self.make_user(server)
+            counts = [int(n) for n in options["clients"].split(",")]
+            return {
+                "processes": 2,
+                "tool_calls": self.tool_calls(server, options["calls"]),
+                "socket_push": self.socket_push(server, counts, options["changes"] // 2),
+                "race": self.race(server, options["racers"], options["race_tasks"]),
+            }
+        finally:
+            server.stop()
 
     def tool_calls(self, server: Server, calls: int) -> dict[str, Any]:
-        agent = self.board(server, "calls")
+        agent = self.board(server, f"calls{len(server.bases)}")
 
-        def timed(fn) -> list[float]:
+        def timed(fn: Any) -> list[float]:
             samples = []
             for i in range(calls):
                 start = time.perf_counter()
@@ -212,22 +335,197 @@ class Command(BaseCommand):
             with urllib.request.urlopen(f"{server.base}/healthz", timeout=10) as response:
                 response.read()
 
-        figures = {"empty_view": timed(empty)}
-        figures["TaskCreate"] = timed(lambda i: agent.call("TaskCreate", {"subject": f"Task {i}"}))
-        figures["TaskGet"] = timed(lambda i: agent.call("TaskGet", {"taskId": str(i % calls + 1)}))
+        def ok(tool: str, body: dict[str, Any]) -> None:
+            status, answer = agent.call(tool, body)
+            assert status == 200, (tool, status, answer)
+
+        figures = {"empty JSON view": timed(empty)}
+        figures["TaskCreate"] = timed(lambda i: ok("TaskCreate", {"subject": f"Task {i}"}))
+        figures["TaskGet"] = timed(lambda i: ok("TaskGet", {"taskId": str(i % calls + 1)}))
         figures["TaskUpdate"] = timed(
-            lambda i: agent.call("TaskUpdate", {"taskId": str(i % calls + 1), "metadata": {"n": i}})
+            lambda i: ok("TaskUpdate", {"taskId": str(i % calls + 1), "metadata": {"n": i}})
         )
-        figures["TaskClaim"] = timed(lambda i: agent.call("TaskClaim", {"taskId": str(i + 1)}))
-        figures["TaskList (300 tasks)"] = timed(lambda i: agent.call("TaskList", {}))
-        base = statistics.median(figures["empty_view"])
+        figures["TaskClaim"] = timed(lambda i: ok("TaskClaim", {"taskId": str(i + 1)}))
+        for size in (100, 1000):
+            lister = self.board(server, f"list{size}x{len(server.bases)}")
+            self.fill(lister, size)
+            figures[f"TaskList ({size} tasks)"] = timed(
+                lambda i, lister=lister: lister.call("TaskList", {})
+            )
+        base = statistics.median(figures["empty JSON view"])
         return {
             name: {
                 "p50_ms": round(statistics.median(s), 2),
                 "p99_ms": round(percentile(s, 99), 2),
+                "per_s": round(1000 / statistics.mean(s)),
                 "x_empty": round(statistics.median(s) / base, 1),
             }
             for name, s in figures.items()
+        }
+
+    def fill(self, agent: Agent, size: int) -> None:
+        made = 0
+        while made < size:
+            ops = []
+            for i in range(min(500, size - made)):
+                number = made + i + 1
+                op: dict[str, Any] = {
+                    "op": "create",
+                    "subject": f"Task {number}",
+                    "activeForm": f"Doing {number}",
+                }
+                if number % 5 == 0:
+                    op["blockedBy"] = [str(number - 1)]
+                if i and number % 7 == 0:
+                    op["parentId"] = str(number - 3)
+                ops.append(op)
+            status, body = agent.call("TaskBatch", {"ops": ops})
+            assert status == 200, body
+            made += len(ops)
+
+    def socket_push(self, server: Server, counts: list[int], changes: int) -> list[dict[str, Any]]:
+        """Agent call sent → the card's fragment received by every WebSocket client, against
+        a bare group_send echo to the same number of sockets (the floor)."""
+        import asyncio
+
+        cookie = session_cookie(server.base, "bench", "bench-pass-1")
+        rows = []
+        for count in counts:
+            slug = f"ws{count}x{len(server.bases)}"
+            agent = self.board(server, slug)
+            board_urls = [
+                server.bases[i % len(server.bases)].replace("http", "ws", 1) + f"/ws/boards/{slug}/"
+                for i in range(count)
+            ]
+            echo_urls = [
+                server.bases[i % len(server.bases)].replace("http", "ws", 1) + "/ws/bench-echo/"
+                for i in range(count)
+            ]
+            before = [server.rss_mb(i) for i in range(len(server.bases))]
+            push, rss = asyncio.run(
+                self._socket_run(server, board_urls, cookie, changes, agent=agent)
+            )
+            echo, _ = asyncio.run(self._socket_run(server, echo_urls, cookie, changes, agent=None))
+            p50 = statistics.median(push)
+            rows.append(
+                {
+                    "clients": count,
+                    "changes": changes,
+                    "p50_ms": round(p50, 1),
+                    "p99_ms": round(percentile(push, 99), 1),
+                    "echo_p50_ms": round(statistics.median(echo), 1),
+                    "echo_p99_ms": round(percentile(echo, 99), 1),
+                    "x_echo": round(p50 / statistics.median(echo), 1),
+                    "rss_mb_idle": before,
+                    "rss_mb_connected": rss,
+                }
+            )
+        return rows
+
+    async def _socket_run(
+        self, server: Server, urls: list[str], cookie: str, changes: int, *, agent: Agent | None
+    ) -> tuple[list[float], list[float]]:
+        import asyncio
+
+        import websockets
+
+        sockets = []
+        for url in urls:
+            origin = "http://" + url.split("://", 1)[1].split("/", 1)[0]
+            sockets.append(
+                await websockets.connect(
+                    url, additional_headers={"Cookie": cookie, "Origin": origin}, max_size=None
+                )
+            )
+        queues: list[asyncio.Queue] = [asyncio.Queue() for _ in sockets]
+
+        async def reader(ws: Any, queue: asyncio.Queue) -> None:
+            async for frame in ws:
+                await queue.put((time.perf_counter(), frame))
+
+        readers = [
+            asyncio.create_task(reader(ws, q)) for ws, q in zip(sockets, queues, strict=True)
+        ]
+        await asyncio.sleep(0.5)  # let catch-up frames arrive, then drop them
+        for queue in queues:
+            while not queue.empty():
+                queue.get_nowait()
+        rss = [server.rss_mb(i) for i in range(len(server.bases))]
+        samples: list[float] = []
+        steps = [
+            ("TaskCreate", lambda n: {"subject": f"Change {n}"}, "pending"),
+            ("TaskClaim", lambda n: {"taskId": str(n)}, "in_progress"),
+            ("TaskUpdate", lambda n: {"taskId": str(n), "status": "completed"}, "completed"),
+        ]
+        for index in range(changes):
+            number = index // 3 + 1
+            tool, body, column = steps[index % 3]
+            if agent is None:
+                marker = f"^echo-{index}$"
+                sent = time.perf_counter()
+                await asyncio.to_thread(
+                    urllib.request.urlopen, f"{server.base}/bench/echo/?n=echo-{index}"
+                )
+            else:
+                marker = f'beforeend:#cards-{column}">\\s*<article id="task-{number}"'
+                sent = time.perf_counter()
+                status, answer = await asyncio.to_thread(agent.call, tool, body(number))
+                assert status == 200, answer
+            for queue in queues:
+                while True:
+                    received, frame = await asyncio.wait_for(queue.get(), 10)
+                    if re.search(marker, frame):
+                        samples.append((received - sent) * 1000)
+                        break
+        for task in readers:
+            task.cancel()
+        for ws in sockets:
+            await ws.close()
+        return samples, rss
+
+    def race(self, server: Server, racers: int, tasks: int) -> dict[str, Any]:
+        """``racers`` agents (threads, each its own connection) claim every task at once."""
+        import threading
+
+        slug = f"race{len(server.bases)}"
+        planner = self.board(server, slug, team=True)
+        ops = [{"op": "create", "subject": f"Task {n}"} for n in range(1, tasks + 1)]
+        assert planner.call("TaskBatch", {"ops": ops})[0] == 200
+        barrier = threading.Barrier(racers)
+        outcomes: list[list[tuple[int, int]]] = [[] for _ in range(racers)]
+
+        def run(index: int) -> None:
+            agent = Agent(
+                server.bases[index % len(server.bases)], slug, planner.token, f"agent-{index}"
+            )
+            barrier.wait()
+            for k in range(tasks):
+                number = (k + index * 7) % tasks + 1
+                outcomes[index].append(
+                    (number, agent.call("TaskClaim", {"taskId": str(number)})[0])
+                )
+
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(racers)]
+        start = time.perf_counter()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        elapsed = time.perf_counter() - start
+        codes = [status for rows in outcomes for _, status in rows]
+        winners: dict[int, int] = {}
+        for rows in outcomes:
+            for number, status in rows:
+                if status == 200:
+                    winners[number] = winners.get(number, 0) + 1
+        return {
+            "agents": racers,
+            "tasks": tasks,
+            "attempts_per_s": round(len(codes) / elapsed),
+            "seconds": round(elapsed, 2),
+            "exactly_once": sorted(winners) == list(range(1, tasks + 1))
+            and set(winners.values()) == {1},
+            "server_errors": sum(1 for c in codes if c >= 500),
         }
 
     def login(self, context: Any, server: Server) -> None:
@@ -239,7 +537,7 @@ class Command(BaseCommand):
         page.wait_for_url(re.compile(r".*/boards/$"))
         page.close()
 
-    def push(self, server: Server, pages: int, changes: int) -> dict[str, Any]:
+    def browser_push(self, server: Server, pages: int, changes: int) -> dict[str, Any]:
         from playwright.sync_api import sync_playwright
 
         slug = f"push{pages}"
@@ -298,41 +596,11 @@ class Command(BaseCommand):
     def render(self, server: Server, size: int) -> dict[str, Any]:
         slug = f"render{size}"
         agent = self.board(server, slug)
-        made = 0
-        while made < size:
-            ops = []
-            for i in range(min(500, size - made)):
-                number = made + i + 1
-                op: dict[str, Any] = {
-                    "op": "create",
-                    "subject": f"Task {number}",
-                    "activeForm": f"Doing {number}",
-                }
-                if number % 5 == 0:
-                    op["blockedBy"] = [str(number - 1)]
-                if i and number % 7 == 0:
-                    op["parentId"] = str(number - 3)
-                ops.append(op)
-            status, body = agent.call("TaskBatch", {"ops": ops})
-            assert status == 200, body
-            made += len(ops)
+        self.fill(agent, size)
         # Some work in progress, so every kind of card is on the page.
         for number in range(1, size + 1, 8):
             agent.call("TaskClaim", {"taskId": str(number)})
-        jar = http.cookiejar.CookieJar()
-        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
-        with opener.open(f"{server.base}/login/") as response:
-            found = re.search(rb'name="csrfmiddlewaretoken" value="([^"]+)"', response.read())
-            assert found, "no CSRF token on the login page"
-            token = found.group(1)
-        form = urllib.parse.urlencode(
-            {"username": "bench", "password": "bench-pass-1", "csrfmiddlewaretoken": token.decode()}
-        ).encode()
-        opener.open(
-            urllib.request.Request(
-                f"{server.base}/login/", data=form, headers={"Referer": f"{server.base}/login/"}
-            )
-        ).read()
+        opener = login_opener(server.base, "bench", "bench-pass-1")
         samples = []
         for _ in range(7):
             start = time.perf_counter()
@@ -345,29 +613,61 @@ class Command(BaseCommand):
             start = time.perf_counter()
             agent.call("TaskList", {})
             list_samples.append((time.perf_counter() - start) * 1000)
+        queries = server.manage(
+            "shell",
+            "-c",
+            "from django.contrib.auth.models import User\n"
+            "from django.db import connection\n"
+            "from django.test import Client\n"
+            "from django.test.utils import CaptureQueriesContext\n"
+            "client = Client()\n"
+            "client.force_login(User.objects.get(username='bench'))\n"
+            "with CaptureQueriesContext(connection) as captured:\n"
+            f"    assert client.get('/boards/{slug}/').status_code == 200\n"
+            "print(len(captured))",
+        )
         return {
             "tasks": size,
+            "queries": int(queries.splitlines()[-1]),
             "page_ms": round(statistics.median(samples), 1),
             "page_kb": round(len(html) / 1024),
             "tasklist_ms": round(statistics.median(list_samples), 1),
         }
 
     def report(self, results: dict[str, Any]) -> None:
-        self.stdout.write("\nTool calls (ms, one agent, sequential)")
-        self.stdout.write(f"  {'call':<22}{'p50':>8}{'p99':>8}{'× empty':>9}")
-        for name, row in results["tool_calls"].items():
+        for name, run in (
+            ("SQLite, 1 process", results.get("sqlite")),
+            ("PostgreSQL + Redis, 2 processes", results.get("postgresql_redis")),
+        ):
+            if not run or "skipped" in run:
+                continue
+            self.stdout.write(f"\n== {name}")
+            self.stdout.write("Tool calls, one agent in sequence (ms)")
+            self.stdout.write(f"  {'call':<22}{'p50':>8}{'p99':>8}{'per s':>8}{'x empty':>9}")
+            for call, row in run["tool_calls"].items():
+                self.stdout.write(
+                    f"  {call:<22}{row['p50_ms']:>8}{row['p99_ms']:>8}{row['per_s']:>8}{row['x_empty']:>9}"
+                )
+            for row in run.get("browser_push", []):
+                self.stdout.write(
+                    f"Chromium push, {row['pages']} page(s), {row['changes']} changes: "
+                    f"p50 {row['p50_ms']} ms, p99 {row['p99_ms']} ms, max {row['max_ms']} ms"
+                )
+            self.stdout.write("WebSocket push: agent call sent → fragment at every client (ms)")
+            for row in run["socket_push"]:
+                self.stdout.write(
+                    f"  {row['clients']:>4} clients: p50 {row['p50_ms']}  p99 {row['p99_ms']}   "
+                    f"bare group_send echo p50 {row['echo_p50_ms']}  p99 {row['echo_p99_ms']}   "
+                    f"x echo {row['x_echo']}   RSS {row['rss_mb_connected']} MB"
+                )
+            for row in run.get("render", []):
+                self.stdout.write(
+                    f"Board page, {row['tasks']} tasks: {row['page_ms']} ms, {row['queries']} queries, "
+                    f"{row['page_kb']} KB; TaskList {row['tasklist_ms']} ms"
+                )
+            race = run["race"]
             self.stdout.write(
-                f"  {name:<22}{row['p50_ms']:>8}{row['p99_ms']:>8}{row['x_empty']:>9}"
-            )
-        self.stdout.write(
-            "\nPush latency: agent HTTP call sent → card in its new column in Chromium (ms)"
-        )
-        for row in results["push"]:
-            self.stdout.write(
-                f"  {row['pages']:>3} page(s), {row['changes']} changes: p50 {row['p50_ms']}  p99 {row['p99_ms']}  max {row['max_ms']}"
-            )
-        self.stdout.write("\nBoard page (GET over HTTP, median of 7) and TaskList (all tasks)")
-        for row in results["render"]:
-            self.stdout.write(
-                f"  {row['tasks']:>5} tasks: page {row['page_ms']} ms ({row['page_kb']} KB)   TaskList {row['tasklist_ms']} ms"
+                f"Claim race: {race['agents']} agents x {race['tasks']} tasks: "
+                f"{race['attempts_per_s']} claims/s, exactly once: {race['exactly_once']}, "
+                f"5xx: {race['server_errors']}"
             )
