@@ -141,7 +141,34 @@
   });
   document.addEventListener("htmx:ws:after:connection", function () { setLive("live"); });
   document.addEventListener("htmx:ws:close", function () { setLive("down"); });
+  // A pushed approvals strip replaces its inputs: keep what a person was typing there.
+  var typed = null;
+  document.addEventListener("htmx:ws:before:message:incoming", function () {
+    typed = {};
+    document.querySelectorAll("#approvals [data-approval-task] input[name=note]").forEach(function (input) {
+      var item = input.closest("[data-approval-task]").dataset.approvalTask;
+      typed[item] = { value: input.value, focused: input === document.activeElement,
+                      start: input.selectionStart, end: input.selectionEnd };
+    });
+  });
+
+  function restoreTyped() {
+    if (!typed) return;
+    Object.keys(typed).forEach(function (item) {
+      var input = document.querySelector('#approvals [data-approval-task="' + item + '"] input[name=note]');
+      var saved = typed[item];
+      if (!input || input.value === saved.value) return;
+      input.value = saved.value;
+      if (saved.focused) {
+        input.focus();
+        input.setSelectionRange(saved.start, saved.end);
+      }
+    });
+    typed = null;
+  }
+
   document.addEventListener("htmx:ws:after:message:incoming", function (event) {
+    restoreTyped();
     // A visible-again tab reconnects without before:connection, so keep the URL current.
     event.detail.connection.url = socketUrl();
     markStale();
