@@ -16,6 +16,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from django.db import close_old_connections
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET
@@ -144,6 +145,8 @@ def _run_sync(
     caller, data = _prepare(request, slug, tool)
     dialect = dialects.dialect_for(tool) if tool not in schemas.TOOL_INPUTS else None
     if tool == "TaskWatch" or (dialect is not None and dialect.is_async):
+        # The watch may wait minutes: give the request's connection back before it does.
+        close_old_connections()
         return caller, data, None
     handler: Any = dialect.handler if dialect is not None else tools.SYNC_HANDLERS[tool]
     answer: tools.Answer = handler(caller, data)

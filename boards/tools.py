@@ -10,7 +10,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 
@@ -214,7 +214,11 @@ def _watch_state(
 
 
 async def task_watch(caller: Caller, data: schemas.TaskWatchInput) -> Answer:
-    """Wait on the board's event stream (not a polling loop) until the task is done."""
+    """Wait on the board's event stream (not a polling loop) until the task is done.
+
+    Each database read is a short ``database_sync_to_async`` call that gives its
+    connection back, so a waiting watch holds neither a thread nor a connection.
+    """
     number = selectors.parse_task_id(data.taskId)
     timeout = min(float(data.timeoutSeconds), settings.KANBAN_WATCH_MAX_SECONDS)
     layer = get_channel_layer()
@@ -225,11 +229,11 @@ async def task_watch(caller: Caller, data: schemas.TaskWatchInput) -> Answer:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     try:
-        done, task, start_state = await sync_to_async(_watch_state)(caller, number, None)
+        done, task, start_state = await database_sync_to_async(_watch_state)(caller, number, None)
         while not done:
             remaining = deadline - loop.time()
             if remaining <= 0:
-                _, task, _ = await sync_to_async(_watch_state)(caller, number, start_state)
+                _, task, _ = await database_sync_to_async(_watch_state)(caller, number, start_state)
                 return Answer({"task": task, "timedOut": True})
             try:
                 message = await asyncio.wait_for(layer.receive(channel), remaining)
@@ -239,7 +243,9 @@ async def task_watch(caller: Caller, data: schemas.TaskWatchInput) -> Answer:
                 e.get("taskId") == str(number) or e.get("kind") == "reset"
                 for e in message.get("events", ())
             ):
-                done, task, _ = await sync_to_async(_watch_state)(caller, number, start_state)
+                done, task, _ = await database_sync_to_async(_watch_state)(
+                    caller, number, start_state
+                )
         return Answer(
             {"task": task, "timedOut": False, **({"deleted": True} if task is None else {})}
         )

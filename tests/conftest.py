@@ -49,6 +49,29 @@ class AgentClient:
         return reply.body["task"]
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """Close PostgreSQL connection pools before the test database is dropped."""
+    yield
+    from django.db import connections
+
+    with django_db_blocker.unblock():
+        for connection in connections.all():
+            if hasattr(connection, "close_pool"):
+                connection.close_pool()
+
+
+@pytest.fixture(autouse=True)
+def fresh_channel_layer():
+    """A new channel layer per test: each async test has its own event loop, and the
+    Redis layer's locks and connections belong to the loop that made them."""
+    from channels.layers import channel_layers
+
+    channel_layers.backends.clear()
+    yield
+    channel_layers.backends.clear()
+
+
 @pytest.fixture(autouse=True)
 def fast_password_hashing(settings):
     """Personas' passwords are hashed once per test; the default hasher is slow on purpose."""
