@@ -112,7 +112,26 @@ def parse_body(request: HttpRequest) -> dict[str, Any]:
         raise ApiError(400, "invalid_json", f"{message}: {str(exc)[:200]}") from exc
     if not isinstance(data, dict):
         raise ApiError(400, "invalid_input", "Body must be a JSON object with the tool's input")
+    if has_nul(data):
+        # PostgreSQL cannot store U+0000 in text; refuse it the same on every backend.
+        raise ApiError(400, "invalid_input", "Strings must not contain the NUL character (\\u0000)")
     return data
+
+
+def has_nul(value: Any) -> bool:
+    """Whether a parsed JSON value holds U+0000 in any string or key."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
 
 
 def _prepare(request: HttpRequest, slug: str, tool: str) -> tuple[tools.Caller, Any]:

@@ -13,12 +13,15 @@ last one they saw when they reconnect, to catch up.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterable
 from functools import partial
+from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
+from django.conf import settings
 from django.db import transaction
 
 from .models import Board, Event
@@ -86,9 +89,19 @@ def _send(
             return
         message = render_update(board_id, touched, full=reset, header=header)
         message["events"] = events
-        async_to_sync(layer.group_send)(group_name(board_id), message)
+        async_to_sync(_bounded_group_send)(layer, group_name(board_id), message)
+    except TimeoutError:
+        logger.warning("broadcast of board %s update timed out", board_id)
     except Exception:
         logger.exception("broadcast of board %s update failed", board_id)
+
+
+async def _bounded_group_send(layer: Any, group: str, message: dict) -> None:
+    # The write has committed and its answer is waiting: an unresponsive Redis may
+    # delay it by this much at most (browsers catch up from the event log).
+    await asyncio.wait_for(
+        layer.group_send(group, message), settings.KANBAN_BROADCAST_TIMEOUT_SECONDS
+    )
 
 
 def render_update(

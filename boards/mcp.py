@@ -55,7 +55,7 @@ from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
 from . import schemas, selectors, services, tools
-from .api import authenticate_headers
+from .api import authenticate_headers, has_nul
 from .errors import InvalidInput, NotFound, ServiceError
 
 logger = logging.getLogger(__name__)
@@ -110,6 +110,8 @@ def _validate(tool: str, arguments: dict[str, Any]) -> Any:
     if model is None:
         raise NotFound(f"Unknown tool {tool[:64]!r}; tools/list lists them", code="unknown_tool")
     try:
+        if has_nul(arguments):
+            raise InvalidInput("Strings must not contain the NUL character (\\u0000)")
         return model.model_validate(arguments)
     except ValidationError as exc:
         details = schemas.validation_details(exc)

@@ -149,6 +149,8 @@ def _work(board: Board, actor: str) -> Iterator[_Work]:
 def _text(name: str, value: str, limit: int, *, required: bool = False) -> str:
     if not isinstance(value, str):
         raise InvalidInput(f"{name}: must be a string", details=[{"field": name}])
+    if "\x00" in value:
+        raise InvalidInput(f"{name}: must not contain the NUL character", details=[{"field": name}])
     value = value.strip() if required else value
     if required and not value:
         raise InvalidInput(f"{name}: must not be empty", details=[{"field": name}])

@@ -7,6 +7,8 @@ written once, in the services, whatever door an agent comes through.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +19,8 @@ from django.conf import settings
 from . import schemas, selectors, services
 from .events import group_name
 from .models import TERMINAL_STATUSES, ApprovalState, Board, Event
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -213,41 +217,61 @@ def _watch_state(
     return done, selectors.task_to_dict(view, with_children=True), state
 
 
+# Without the channel layer (Redis down) a watch degrades to reading the task this often.
+WATCH_FALLBACK_POLL_SECONDS = 1.0
+
+
 async def task_watch(caller: Caller, data: schemas.TaskWatchInput) -> Answer:
     """Wait on the board's event stream (not a polling loop) until the task is done.
 
     Each database read is a short ``database_sync_to_async`` call that gives its
     connection back, so a waiting watch holds neither a thread nor a connection.
+    If the channel layer fails (Redis down), the watch still answers: it falls
+    back to reading the task once a second until the layer is needed no more.
     """
     number = selectors.parse_task_id(data.taskId)
     timeout = min(float(data.timeoutSeconds), settings.KANBAN_WATCH_MAX_SECONDS)
     layer = get_channel_layer()
-    channel = await layer.new_channel()
     group = group_name(caller.board.pk)
-    # Join before reading the state, so a change landing in between is not missed.
-    await layer.group_add(group, channel)
+    channel = ""
+    try:
+        channel = await layer.new_channel()
+        # Join before reading the state, so a change landing in between is not missed.
+        await asyncio.wait_for(layer.group_add(group, channel), 2)
+    except Exception:
+        logger.warning("TaskWatch on board %s: channel layer unavailable, polling", group)
+        channel = ""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
+    read = database_sync_to_async(_watch_state)
     try:
-        done, task, start_state = await database_sync_to_async(_watch_state)(caller, number, None)
+        done, task, start_state = await read(caller, number, None)
         while not done:
             remaining = deadline - loop.time()
             if remaining <= 0:
-                _, task, _ = await database_sync_to_async(_watch_state)(caller, number, start_state)
+                _, task, _ = await read(caller, number, start_state)
                 return Answer({"task": task, "timedOut": True})
+            if not channel:
+                await asyncio.sleep(min(remaining, WATCH_FALLBACK_POLL_SECONDS))
+                done, task, _ = await read(caller, number, start_state)
+                continue
             try:
                 message = await asyncio.wait_for(layer.receive(channel), remaining)
             except TimeoutError:
+                continue
+            except Exception:
+                logger.warning("TaskWatch on board %s: channel layer failed, polling", group)
+                channel = ""
                 continue
             if any(
                 e.get("taskId") == str(number) or e.get("kind") == "reset"
                 for e in message.get("events", ())
             ):
-                done, task, _ = await database_sync_to_async(_watch_state)(
-                    caller, number, start_state
-                )
+                done, task, _ = await read(caller, number, start_state)
         return Answer(
             {"task": task, "timedOut": False, **({"deleted": True} if task is None else {})}
         )
     finally:
-        await layer.group_discard(group, channel)
+        if channel:
+            with contextlib.suppress(Exception):
+                await layer.group_discard(group, channel)

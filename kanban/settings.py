@@ -141,7 +141,19 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1000, "expiry": 30},
+            "CONFIG": {
+                "hosts": [
+                    {
+                        "address": REDIS_URL,
+                        # Longer than the layer's 5 s blocking pop, or every idle socket is
+                        # cut when the read times out first; quick to fail when Redis is down.
+                        "socket_timeout": 15,
+                        "socket_connect_timeout": 2,
+                    }
+                ],
+                "capacity": 1000,
+                "expiry": 30,
+            },
         }
     }
 else:
@@ -170,6 +182,8 @@ KANBAN_BENCH = env_bool("KANBAN_BENCH", False)
 # Tool API: the largest request body accepted (413 beyond), and how long TaskWatch may wait.
 KANBAN_MAX_BODY_BYTES = int(os.environ.get("KANBAN_MAX_BODY_BYTES", str(256 * 1024)))
 KANBAN_WATCH_MAX_SECONDS = 300
+# The longest a committed write's answer waits on its broadcast (an unresponsive Redis).
+KANBAN_BROADCAST_TIMEOUT_SECONDS = float(os.environ.get("KANBAN_BROADCAST_TIMEOUT_SECONDS", "0.5"))
 # An agent owning an in-progress task and silent for longer than this is flagged stale.
 KANBAN_AGENT_IDLE_SECONDS = int(os.environ.get("KANBAN_AGENT_IDLE_SECONDS", "300"))
 
