@@ -29,17 +29,18 @@ def _task_id(value: Any) -> Any:
     return value
 
 
+# StringConstraints first, so its pattern shows in the published JSON Schema.
 TaskId = Annotated[
     str,
-    BeforeValidator(_task_id),
     StringConstraints(pattern=r"^[0-9]{1,9}$"),
+    BeforeValidator(_task_id),
     Field(description='A task id, e.g. "3".', json_schema_extra={"examples": ["3"]}),
 ]
 # In a batch an operation may name a task created earlier in the same batch by its ref.
 TaskRef = Annotated[
     str,
-    BeforeValidator(_task_id),
     StringConstraints(min_length=1, max_length=64),
+    BeforeValidator(_task_id),
     Field(description='A task id ("3") or the ref of a create in the same batch ("api").'),
 ]
 Ref = Annotated[
@@ -438,6 +439,7 @@ def openapi_document() -> dict[str, Any]:
                     "description": "Tool definitions",
                     "content": {"application/json": {"schema": {"type": "object"}}},
                 },
+                "400": errors["400"],
                 "404": errors["404"],
             },
         }

@@ -40,10 +40,12 @@ def postgres_admin_url() -> str | None:
 class Cluster:
     """Several daphne processes sharing one database (and Redis, when REDIS_URL is set)."""
 
-    def __init__(self, workdir: Path, *, backend: str) -> None:
+    def __init__(self, workdir: Path, *, backend: str, env: dict[str, str] | None = None) -> None:
+        """``env`` is laid over the servers' environment last (e.g. a private REDIS_URL)."""
         self.workdir = workdir
         self.backend = backend
         self.processes: list[subprocess.Popen] = []
+        self.by_base: dict[str, subprocess.Popen] = {}
         self.env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "kanban.settings",
@@ -62,6 +64,7 @@ class Cluster:
         else:
             self.env["DATABASE_URL"] = f"sqlite:///{workdir / 'cluster.db'}"
             self.env.pop("REDIS_URL", None)
+        self.env.update(env or {})
         self.manage("migrate", "--verbosity", "0")
 
     @staticmethod
@@ -108,6 +111,7 @@ class Cluster:
             assert process.poll() is None, (self.workdir / f"daphne-{port}.log").read_text()
             try:
                 with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                    self.by_base[f"http://127.0.0.1:{port}"] = process
                     return f"http://127.0.0.1:{port}"
             except OSError:
                 time.sleep(0.1)
@@ -125,6 +129,17 @@ class Cluster:
             admin = postgres_admin_url()
             assert admin
             self._psql(admin, f'DROP DATABASE IF EXISTS "{self.pg_name}" WITH (FORCE)')
+
+    def log(self, base: str) -> str:
+        """What the server at ``base`` has written so far (stdout and stderr)."""
+        port = urllib.parse.urlsplit(base).port
+        return (self.workdir / f"daphne-{port}.log").read_text(errors="replace")
+
+    def kill(self, base: str) -> None:
+        """Crash the server at ``base``: SIGKILL, no shutdown of any kind."""
+        process = self.by_base[base]
+        process.kill()
+        process.wait(10)
 
     def board(self, slug: str) -> None:
         self.manage("createboard", slug)
