@@ -238,7 +238,9 @@ class Command(BaseCommand):
             "--redis-url",
             default=os.environ.get("KANBAN_BENCH_REDIS_URL", "redis://127.0.0.1:6379/1"),
         )
-        parser.add_argument("--skip", default="", help="comma-separated sections to skip")
+        parser.add_argument(
+            "--skip", default="", help="comma-separated: sqlite, browser, pg (runs to leave out)"
+        )
         parser.add_argument("--out", default="bench-results.json")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -253,32 +255,36 @@ class Command(BaseCommand):
             "command": "python manage.py bench " + " ".join(sys.argv[2:]),
         }
         with tempfile.TemporaryDirectory() as tmp:
-            server = Server(Path(tmp))
-            server.start()
-            try:
-                self.make_user(server)
-                sqlite: dict[str, Any] = {}
-                sqlite["tool_calls"] = self.tool_calls(server, options["calls"])
-                if "browser" not in skip:
-                    sqlite["browser_push"] = [
-                        self.browser_push(server, int(n), options["changes"])
-                        for n in options["pages"].split(",")
-                    ]
-                sqlite["socket_push"] = self.socket_push(
-                    server, [int(n) for n in options["clients"].split(",")], options["changes"] // 2
-                )
-                sqlite["render"] = [
-                    self.render(server, int(n)) for n in options["sizes"].split(",")
-                ]
-                sqlite["race"] = self.race(server, options["racers"], options["race_tasks"])
-                results["sqlite"] = sqlite
-            finally:
-                server.stop()
+            if "sqlite" not in skip:
+                self.single_process(Path(tmp), options, skip, results)
             if "pg" not in skip:
                 results["postgresql_redis"] = self.scale_out(Path(tmp), options)
         self.report(results)
         Path(options["out"]).write_text(json.dumps(results, indent=2))
         self.stdout.write(f"\nwrote {options['out']}")
+
+    def single_process(
+        self, workdir: Path, options: dict[str, Any], skip: set[str], results: dict[str, Any]
+    ) -> None:
+        server = Server(workdir)
+        server.start()
+        try:
+            self.make_user(server)
+            sqlite: dict[str, Any] = {}
+            sqlite["tool_calls"] = self.tool_calls(server, options["calls"])
+            if "browser" not in skip:
+                sqlite["browser_push"] = [
+                    self.browser_push(server, int(n), options["changes"])
+                    for n in options["pages"].split(",")
+                ]
+            sqlite["socket_push"] = self.socket_push(
+                server, [int(n) for n in options["clients"].split(",")], options["changes"] // 2
+            )
+            sqlite["render"] = [self.render(server, int(n)) for n in options["sizes"].split(",")]
+            sqlite["race"] = self.race(server, options["racers"], options["race_tasks"])
+            results["sqlite"] = sqlite
+        finally:
+            server.stop()
 
     def make_user(self, server: Server) -> None:
         server.manage(
