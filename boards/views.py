@@ -113,11 +113,8 @@ def board_context(board: Board) -> dict[str, Any]:
             {"key": key, "title": title, "views": columns[key], "count": len(columns[key])}
             for key, title in COLUMN_TITLES.items()
         ],
-        "approvals": [
-            v.task
-            for v in snapshot.ordered()
-            if v.task.approval_state == "requested" and not v.task.is_terminal
-        ],
+        # The same order as the pushed strip: oldest request first.
+        "approvals": selectors.approval_requests(board),
         "roster": roster,
         "stale": _stale_agents(roster),
         "owners": owners,
