@@ -494,8 +494,8 @@ def _seed003_task(view: selectors.TaskView, *, tree: bool = False) -> dict[str, 
         "result": task.result or None,
         "notes": task.notes,
         "blocked_by": view.open_blockers,
-        "created_at": selectors._iso(task.created_at),
-        "updated_at": selectors._iso(task.updated_at),
+        "created_at": selectors.iso(task.created_at),
+        "updated_at": selectors.iso(task.updated_at),
     }
     if task.status in (Status.FAILED, Status.CANCELLED):
         data["outcome"] = task.status

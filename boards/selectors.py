@@ -80,7 +80,7 @@ class TaskView:
         )
 
 
-def _iso(value: datetime | None) -> str | None:
+def iso(value: datetime | None) -> str | None:
     if value is None:
         return None
     return value.isoformat().replace("+00:00", "Z")
@@ -91,10 +91,10 @@ def approval_to_dict(task: Task) -> dict:
         "required": task.approval_required,
         "state": task.approval_state,
         "requestedBy": task.approval_requested_by or None,
-        "requestedAt": _iso(task.approval_requested_at),
+        "requestedAt": iso(task.approval_requested_at),
         "reason": task.approval_reason or None,
         "decidedBy": task.approval_decided_by or None,
-        "decidedAt": _iso(task.approval_decided_at),
+        "decidedAt": iso(task.approval_decided_at),
         "note": task.approval_note or None,
     }
 
@@ -120,9 +120,9 @@ def task_to_dict(view: TaskView, *, with_children: bool = False) -> dict:
         "notes": task.notes,
         "approval": approval_to_dict(task),
         "version": task.version,
-        "createdAt": _iso(task.created_at),
-        "updatedAt": _iso(task.updated_at),
-        "completedAt": _iso(task.completed_at),
+        "createdAt": iso(task.created_at),
+        "updatedAt": iso(task.updated_at),
+        "completedAt": iso(task.completed_at),
     }
     if with_children:
         data["children"] = [str(n) for n in view.children]

@@ -35,7 +35,7 @@ from .models import (
     Task,
     hash_token,
 )
-from .selectors import blocked_numbers, parse_task_id
+from .selectors import blocked_numbers, parse_task_id, task_to_dict, task_view
 
 SUBJECT_MAX = 200
 NAME_MAX = 100
@@ -440,8 +440,6 @@ def _update(
     """Apply a partial update to a locked task; returns the public names of changed fields."""
     expected = fields.get("expected_version")
     if expected is not None and expected != task.version:
-        from .selectors import task_to_dict, task_view
-
         raise Conflict(
             f"Task #{task.number} is at version {task.version}, not {expected}; "
             "read it again and retry",

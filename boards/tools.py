@@ -166,7 +166,7 @@ def inbox_read(caller: Caller, data: schemas.InboxReadInput) -> Answer:
                     "from": m.sender,
                     "taskId": str(m.task_number) if m.task_number else None,
                     "body": m.body,
-                    "sentAt": selectors._iso(m.created_at),
+                    "sentAt": selectors.iso(m.created_at),
                 }
                 for m in messages
             ],
