@@ -6,13 +6,25 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from . import services
+from . import permissions, services
 from .errors import ServiceError
 from .models import Agent, AgentToken, Board, Event, Message, Task
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
-    """Rows are shown, never edited here: every write goes through boards.services."""
+    """Rows are shown, never edited here: every write goes through boards.services.
+
+    A staff member who is not a superuser sees only the rows of boards they are a
+    member of, and each action asks ``boards.permissions`` as the board's pages do.
+    """
+
+    board_path = "board"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        rows = super().get_queryset(request)
+        if request.user.is_superuser:
+            return rows
+        return rows.filter(**{f"{self.board_path}__memberships__user": request.user})
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -24,10 +36,11 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
-def _each(request: HttpRequest, queryset: QuerySet, run) -> None:  # type: ignore[no-untyped-def]
+def _each(request: HttpRequest, queryset: QuerySet, action: str, run) -> None:  # type: ignore[no-untyped-def]
     done = 0
     for obj in queryset:
         try:
+            permissions.check(request.user, obj.board, action)
             run(obj)
             done += 1
         except ServiceError as exc:
@@ -38,6 +51,12 @@ def _each(request: HttpRequest, queryset: QuerySet, run) -> None:  # type: ignor
 
 @admin.register(Board)
 class BoardAdmin(ReadOnlyAdmin):
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        rows = admin.ModelAdmin.get_queryset(self, request)
+        if request.user.is_superuser:
+            return rows
+        return rows.filter(memberships__user=request.user)
+
     list_display = ["slug", "name", "task_counter", "last_seq", "updated_at"]
     search_fields = ["slug", "name"]
 
@@ -54,8 +73,9 @@ class TaskAdmin(ReadOnlyAdmin):
         _each(
             request,
             queryset.select_related("board"),
+            "status",
             lambda task: services.task_update(
-                board=task.board, actor=actor, task_id=task.number, status=status
+                board=task.board, actor=actor, person=True, task_id=task.number, status=status
             ),
         )
 
@@ -85,6 +105,7 @@ class AgentTokenAdmin(ReadOnlyAdmin):
         _each(
             request,
             queryset.select_related("board"),
+            "tokens",
             lambda token: services.token_revoke(board=token.board, token_id=token.pk),
         )
 

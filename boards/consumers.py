@@ -11,9 +11,9 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from . import events
+from . import events, permissions
 from .models import Board
-from .views import header_context, render_header_parts
+from .rendering import header_context, header_parts
 
 # Close codes in the 4xxx range make the browser's extension give up instead of reconnecting.
 CLOSE_UNAUTHENTICATED = 4401
@@ -22,6 +22,13 @@ CLOSE_NOT_FOUND = 4404
 
 def _seq_marker(seq: int) -> str:
     return f'<span id="board-seq" data-seq="{seq}" hx-swap-oob="true" hidden></span>'
+
+
+def _board_for(user: object, slug: str) -> Board | None:
+    board = Board.objects.filter(slug=slug).first()
+    if board is None or permissions.role_of(user, board) is None:
+        return None
+    return board
 
 
 class BoardConsumer(AsyncWebsocketConsumer):
@@ -34,8 +41,8 @@ class BoardConsumer(AsyncWebsocketConsumer):
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
         slug = self.scope["url_route"]["kwargs"]["slug"]
-        board = await database_sync_to_async(Board.objects.filter(slug=slug).first)()
-        if board is None:
+        board = await database_sync_to_async(_board_for)(user, slug)
+        if board is None:  # no such board, or the person is not a member: the same answer
             await self.close(code=CLOSE_NOT_FOUND)
             return
         self.board_id = board.pk
@@ -44,6 +51,12 @@ class BoardConsumer(AsyncWebsocketConsumer):
         self.header_sent: dict[str, tuple[int, str]] = {}
         self.sent_seq = 0
         await self.channel_layer.group_add(self.group, self.channel_name)
+        session = self.scope.get("session")
+        self.session_group = (
+            events.session_group(session.session_key) if session and session.session_key else ""
+        )
+        if self.session_group:
+            await self.channel_layer.group_add(self.session_group, self.channel_name)
         await self.accept()
         await self.catch_up(board)
 
@@ -62,7 +75,7 @@ class BoardConsumer(AsyncWebsocketConsumer):
         board.refresh_from_db(fields=["last_seq"])
         if since == board.last_seq:
             # The page is current: remember its header so the first push sends only changes.
-            parts = render_header_parts(header_context(board))
+            parts = header_parts(header_context(board))
             self.header_sent = {key: (since, html) for key, html in parts.items()}
             return None
         if since < 0 or since > board.last_seq:
@@ -73,6 +86,12 @@ class BoardConsumer(AsyncWebsocketConsumer):
     async def disconnect(self, code: int) -> None:
         if hasattr(self, "group"):
             await self.channel_layer.group_discard(self.group, self.channel_name)
+        if getattr(self, "session_group", ""):
+            await self.channel_layer.group_discard(self.session_group, self.channel_name)
+
+    async def session_ended(self, message: dict) -> None:
+        """Its person logged out: the board stops here (the page shows the socket down)."""
+        await self.close(code=CLOSE_UNAUTHENTICATED)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         # The board socket only pushes; anything a client sends is a protocol error.

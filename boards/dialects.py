@@ -75,7 +75,9 @@ from typing import Annotated, Any, Literal
 from django.conf import settings
 from pydantic import BeforeValidator, Field, StrictBool, WithJsonSchema
 
-from . import schemas, selectors, services, tools
+from . import canonical, schemas, selectors, services
+from .auth import Caller
+from .canonical import Answer
 from .errors import InvalidInput, NotFound, ServiceError
 from .models import TERMINAL_STATUSES, Status
 
@@ -83,14 +85,14 @@ DIALECTS = ("seed002", "seed003")
 
 
 @dataclass
-class BareAnswer(tools.Answer):
+class BareAnswer(Answer):
     """An answer that is a bare JSON value, not an object (seed 002's ``"ok"`` and list)."""
 
     body: Any = None
 
 
-SyncHandler = Callable[[tools.Caller, Any], tools.Answer]
-AsyncHandler = Callable[[tools.Caller, Any], Awaitable[tools.Answer]]
+SyncHandler = Callable[[Caller, Any], Answer]
+AsyncHandler = Callable[[Caller, Any], Awaitable[Answer]]
 
 
 @dataclass(frozen=True)
@@ -196,11 +198,11 @@ def _seed002_task(task: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-def _seed002_view(caller: tools.Caller, number: int) -> dict[str, Any]:
+def _seed002_view(caller: Caller, number: int) -> dict[str, Any]:
     return selectors.task_to_dict(selectors.task_view(caller.board, number))
 
 
-def seed002_create(caller: tools.Caller, data: Seed002Create, *, ns: str) -> tools.Answer:
+def seed002_create(caller: Caller, data: Seed002Create, *, ns: str) -> Answer:
     problems = []
     if data.status not in (None, Status.PENDING):
         problems.append(
@@ -224,22 +226,22 @@ def seed002_create(caller: tools.Caller, data: Seed002Create, *, ns: str) -> too
             blocked_by=data.blocked_by,
             metadata=data.metadata,
         )
-    return tools.Answer({"id": f"task-{outcome.task_number}"})
+    return Answer({"id": f"task-{outcome.task_number}"})
 
 
-def seed002_list(caller: tools.Caller, data: Seed002List, *, ns: str) -> tools.Answer:
+def seed002_list(caller: Caller, data: Seed002List, *, ns: str) -> Answer:
     views, _ = selectors.task_list(
         caller.board, status=data.status, owner=data.assignee, blocked=data.blocked
     )
     return BareAnswer([_seed002_task(selectors.task_to_dict(v)) for v in views])
 
 
-def seed002_get(caller: tools.Caller, data: Seed002ById, *, ns: str) -> tools.Answer:
+def seed002_get(caller: Caller, data: Seed002ById, *, ns: str) -> Answer:
     with _task_n_errors():
-        return tools.Answer(_seed002_task(_seed002_view(caller, int(data.id))))
+        return Answer(_seed002_task(_seed002_view(caller, int(data.id))))
 
 
-def seed002_claim(caller: tools.Caller, data: Seed002ById, *, ns: str) -> tools.Answer:
+def seed002_claim(caller: Caller, data: Seed002ById, *, ns: str) -> Answer:
     with _task_n_errors():
         outcome = services.task_claim(board=caller.board, agent=caller.agent, task_id=data.id)
     if outcome.awaiting_approval:
@@ -251,7 +253,7 @@ def seed002_claim(caller: tools.Caller, data: Seed002ById, *, ns: str) -> tools.
     return BareAnswer("ok")
 
 
-def seed002_update(caller: tools.Caller, data: Seed002Update, *, ns: str) -> tools.Answer:
+def seed002_update(caller: Caller, data: Seed002Update, *, ns: str) -> Answer:
     added: list[str] = []
     removed: list[str] = []
     with _task_n_errors():
@@ -277,26 +279,26 @@ class WatchTimedOut(ServiceError):
     code = "watch_timeout"
 
 
-async def seed002_watch(caller: tools.Caller, data: Seed002ById, *, ns: str) -> tools.Answer:
+async def seed002_watch(caller: Caller, data: Seed002ById, *, ns: str) -> Answer:
     """Block until the task is finished, on the canonical TaskWatch's event stream."""
     # Seed 002 waits for a finished task, not for approval decisions. Watching as nobody in
     # particular skips TaskWatch's "your own request was just decided" early return, which
     # would otherwise answer again at once on every turn of this loop.
-    watcher = tools.Caller(board=caller.board, agent="")
+    watcher = Caller(board=caller.board, agent="", token_id=caller.token_id)
     loop = asyncio.get_running_loop()
     limit = float(settings.KANBAN_WATCH_MAX_SECONDS)
     deadline = loop.time() + limit
     with _task_n_errors():
         while True:
             remaining = min(max(deadline - loop.time(), 0.0), 300.0)
-            answer = await tools.task_watch(
+            answer = await canonical.handle_task_watch(
                 watcher, schemas.TaskWatchInput(taskId=data.id, timeoutSeconds=remaining)
             )
             task = answer.body["task"]
             if task is None:
                 raise NotFound(f"Task #{data.id} was deleted", code="task_deleted")
             if task["status"] in TERMINAL_STATUSES:
-                return tools.Answer(_seed002_task(task))
+                return Answer(_seed002_task(task))
             if answer.body["timedOut"] or loop.time() >= deadline:
                 raise WatchTimedOut(
                     f"Task #{data.id} is still {task['status']} after {limit:g} seconds; "
@@ -522,7 +524,7 @@ def _seed003_answer(
     tree: bool = False,
     changes: Sequence[dict[str, Any]] = (),
     operations: list[dict[str, Any]] | None = None,
-) -> tools.Answer:
+) -> Answer:
     body: dict[str, Any] = {
         "kind": "tasks",
         "action": action,
@@ -533,7 +535,7 @@ def _seed003_answer(
     }
     if operations is not None:
         body["operations"] = operations
-    return tools.Answer(body)
+    return Answer(body)
 
 
 def _integer(field_name: str, token: str) -> str:
@@ -546,7 +548,7 @@ def _integer(field_name: str, token: str) -> str:
     return token
 
 
-def _seed003_list(caller: tools.Caller, data: Seed003Input) -> tools.Answer:
+def _seed003_list(caller: Caller, data: Seed003Input) -> Answer:
     parent = _integer("parent_id", data.parent_id) if data.parent_id else None
     views, snapshot = selectors.task_list(
         caller.board,
@@ -563,7 +565,7 @@ def _seed003_list(caller: tools.Caller, data: Seed003Input) -> tools.Answer:
 class _Plan:
     """Seed-003 operations translated into one ``services.task_batch`` call."""
 
-    def __init__(self, caller: tools.Caller, ops: Sequence[_Seed003Fields], *, batch: bool):
+    def __init__(self, caller: Caller, ops: Sequence[_Seed003Fields], *, batch: bool):
         self.batch = batch
         self.service_ops: list[dict[str, Any]] = []
         self.owners: list[int] = []  # the seed op each service op comes from
@@ -707,8 +709,8 @@ def _seed003_changes(
 
 
 def _seed003_write(
-    caller: tools.Caller, action: str, ops: Sequence[_Seed003Fields], *, batch: bool
-) -> tools.Answer:
+    caller: Caller, action: str, ops: Sequence[_Seed003Fields], *, batch: bool
+) -> Answer:
     plan = _Plan(caller, ops, batch=batch)
     outcome = services.task_batch(board=caller.board, actor=caller.agent, ops=plan.service_ops)
     snapshot = selectors.board_snapshot(caller.board)
@@ -731,7 +733,7 @@ def _seed003_write(
     )
 
 
-def seed003_tasks(caller: tools.Caller, data: Seed003Input) -> tools.Answer:
+def seed003_tasks(caller: Caller, data: Seed003Input) -> Answer:
     _check_fields(data, data.action, "")
     if data.action == "list":
         return _seed003_list(caller, data)

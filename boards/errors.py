@@ -1,4 +1,4 @@
-"""Domain errors: every refusal a service can give, with the HTTP status the API maps it to."""
+"""Domain errors: every refusal a door can give, with its HTTP status, and their one JSON shape."""
 
 from typing import Any
 
@@ -33,3 +33,31 @@ class Conflict(ServiceError):
 class PermissionDenied(ServiceError):
     status = 403
     code = "forbidden"
+
+
+class Unauthorized(ServiceError):
+    status = 401
+    code = "unauthorized"
+
+
+class PayloadTooLarge(ServiceError):
+    status = 413
+    code = "payload_too_large"
+
+
+class TooManyRequests(ServiceError):
+    status = 429
+    code = "too_many_requests"
+
+
+class InternalError(ServiceError):
+    status = 500
+    code = "internal_error"
+
+
+def error_body(exc: ServiceError) -> dict[str, Any]:
+    """SPEC §4's error shape: ``{"error": {"code", "message", "details?"}}``."""
+    error: dict[str, Any] = {"code": exc.code, "message": exc.message}
+    if exc.details is not None:
+        error["details"] = exc.details
+    return {"error": error}

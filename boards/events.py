@@ -14,6 +14,7 @@ last one they saw when they reconnect, to catch up.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 from collections.abc import Iterable
 from functools import partial
@@ -22,9 +23,13 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.conf import settings
+from django.contrib.auth.signals import user_logged_out
 from django.db import transaction
+from django.dispatch import receiver
+from django.http import HttpRequest
 
 from .models import Board, Event
+from .rendering import board_fragments
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +39,30 @@ CATCH_UP_MAX_CARDS = 300
 
 def group_name(board_id: int) -> str:
     return f"board_{board_id}"
+
+
+def session_group(session_key: str) -> str:
+    """The group of one login session's sockets (hashed: group names travel through Redis)."""
+    return "session_" + hashlib.sha256(session_key.encode()).hexdigest()[:32]
+
+
+@receiver(user_logged_out, dispatch_uid="boards.events.end_session")
+def _on_logout(sender: Any, request: HttpRequest | None = None, **kwargs: Any) -> None:
+    # A board's socket outlives its page: when its person logs out, it must stop too.
+    if request is not None and request.session.session_key:
+        end_session(request.session.session_key)
+
+
+def end_session(session_key: str) -> None:
+    """Close every socket of a login session that just ended (logout), in every process."""
+    try:
+        layer = get_channel_layer()
+        if layer is not None:
+            async_to_sync(_bounded_group_send)(
+                layer, session_group(session_key), {"type": "session.ended"}
+            )
+    except Exception:
+        logger.exception("closing the sockets of an ended session failed")
 
 
 def event_to_dict(event: Event) -> dict:
@@ -108,9 +137,7 @@ def render_update(
     board_id: int, numbers: Iterable[int], *, full: bool = False, header: bool = True
 ) -> dict:
     """Render the fragments that bring a browser's board up to date for ``numbers``."""
-    from .views import render_board_fragments
-
-    fragments = render_board_fragments(board_id, numbers, full=full, header=header)
+    fragments = board_fragments(board_id, numbers, full=full, header=header)
     return {"type": "board.update", **fragments}
 
 

@@ -6,11 +6,11 @@ the transport (JSON-RPC framing, ``initialize``, protocol versions, errors). Thi
 module only adds what is ours, the same way ``boards.api`` does for plain HTTP:
 
 - the token is checked before the SDK sees the request (401/403 with our error
-  JSON), with ``api.authenticate_headers``, so the identity rules are the same
+  JSON), with ``auth.authenticate``, so the identity rules are the same
   (a bound agent, or a team token and ``X-Agent``);
 - every tool is one of ``schemas.TOOL_INPUTS`` with its description and JSON
   Schema, validated by the same pydantic model, run by the same handler
-  (``tools.SYNC_HANDLERS`` / ``tools.task_watch``), so all writes go through the
+  (the tool pipeline, ``tools.call``), so all writes go through the
   services; the answer JSON (with ``unreadMessages``) is the text content and the
   structured content of the result;
 - a refused call (``ServiceError``, invalid input) is a tool error
@@ -49,14 +49,12 @@ from django.http.request import split_domain_port, validate_host
 from mcp import types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from pydantic import ValidationError
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
-from . import schemas, selectors, services, tools
-from .api import authenticate_headers, has_nul
-from .errors import InvalidInput, NotFound, ServiceError
+from . import auth, schemas, tools
+from .errors import NotFound, ServiceError, error_body
 
 logger = logging.getLogger(__name__)
 
@@ -70,16 +68,8 @@ except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
     VERSION = "0"
 
 
-def _error(code: str, message: str, details: Any = None) -> dict[str, Any]:
-    """The HTTP API's error shape (``api.error_response``), as a dict."""
-    error: dict[str, Any] = {"code": code, "message": message}
-    if details is not None:
-        error["details"] = details
-    return {"error": error}
-
-
 @cache
-def tool_list() -> list[types.Tool]:
+def mcp_tools() -> list[types.Tool]:
     return [
         types.Tool(
             name=name,
@@ -104,61 +94,24 @@ def _result(body: dict[str, Any], *, error: bool = False) -> types.CallToolResul
     )
 
 
-def _validate(tool: str, arguments: dict[str, Any]) -> Any:
-    """Validate a tool input exactly as the HTTP endpoint does (``api._prepare``)."""
-    model = schemas.TOOL_INPUTS.get(tool)
-    if model is None:
-        raise NotFound(f"Unknown tool {tool[:64]!r}; tools/list lists them", code="unknown_tool")
-    try:
-        if has_nul(arguments):
-            raise InvalidInput("Strings must not contain the NUL character (\\u0000)")
-        return model.model_validate(arguments)
-    except ValidationError as exc:
-        details = schemas.validation_details(exc)
-        summary = "; ".join(f"{d['field']}: {d['message']}" for d in details[:10])
-        raise InvalidInput(f"Invalid input for {tool}: {summary}", details=details) from exc
-    except RecursionError as exc:
-        raise InvalidInput("Input is nested too deeply") from exc
-
-
-def _run_sync(caller: tools.Caller, tool: str, data: Any) -> dict[str, Any]:
-    handler: Any = tools.SYNC_HANDLERS[tool]
-    answer: tools.Answer = handler(caller, data)
-    answer.body["unreadMessages"] = selectors.unread_count(caller.board, caller.agent)
-    return answer.body
-
-
 async def call_tool(
-    caller: tools.Caller, tool: str, arguments: dict[str, Any]
+    caller: auth.Caller, tool: str, arguments: dict[str, Any]
 ) -> types.CallToolResult:
     """Run one canonical tool for ``caller``; a refusal is a tool error with the API's error JSON."""
     try:
-        data = _validate(tool, arguments)
-        if tool == "TaskWatch":
-            answer = await tools.task_watch(caller, data)
-            body = answer.body
-            body["unreadMessages"] = await database_sync_to_async(selectors.unread_count)(
-                caller.board, caller.agent
-            )
-        else:
-            body = await database_sync_to_async(_run_sync)(caller, tool, data)
+        answer = await tools.call(caller, tool, arguments, seed_dialects=False)
     except ServiceError as exc:
-        return _result(_error(exc.code, exc.message, exc.details), error=True)
-    except Exception:
-        logger.exception("MCP tool %s on board %s failed", tool, caller.board.slug)
-        return _result(
-            _error("internal_error", "The server failed; the change was not applied"), error=True
-        )
-    return _result(body)
+        return _result(error_body(exc), error=True)
+    return _result(answer.body)
 
 
-def build_server(caller: tools.Caller) -> Server[Any]:
+def build_server(caller: auth.Caller) -> Server[Any]:
     """An MCP server serving the canonical tools to one authenticated caller."""
 
     async def on_list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=tool_list())
+        return types.ListToolsResult(tools=mcp_tools())
 
     async def on_call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
@@ -195,12 +148,6 @@ def _host_allowed(headers: Headers) -> bool:
     return bool(domain) and validate_host(domain, allowed)
 
 
-def _authenticate(headers: Headers, slug: str) -> tools.Caller:
-    caller = authenticate_headers(headers, slug)
-    services.agent_seen(board=caller.board, agent=caller.agent)
-    return caller
-
-
 async def _refuse(
     scope: Scope,
     receive: Receive,
@@ -217,24 +164,33 @@ async def mcp_app(scope: Scope, receive: Receive, send: Send) -> None:
     assert scope["type"] == "http"
     match = PATH.match(scope["path"])
     if match is None:
-        body = _error("not_found", "The MCP endpoint of a board is /mcp/<board-slug>/")
+        body = error_body(NotFound("The MCP endpoint of a board is /mcp/<board-slug>/"))
         return await _refuse(scope, receive, send, 404, body)
     headers = Headers(scope=scope)
     if not _host_allowed(headers):
-        body = _error("disallowed_host", "Invalid Host header; see ALLOWED_HOSTS")
+        body = {
+            "error": {
+                "code": "disallowed_host",
+                "message": "Invalid Host header; see ALLOWED_HOSTS",
+            }
+        }
         return await _refuse(scope, receive, send, 400, body)
     # Like Django's ASGI handler: this request's sync code gets a thread of its own,
     # so concurrent MCP requests do not queue behind one another on a single thread.
     async with ThreadSensitiveContext():
         try:
-            caller = await database_sync_to_async(_authenticate)(headers, match["slug"])
+            caller = await database_sync_to_async(auth.authenticate)(headers, match["slug"])
         except ServiceError as exc:
             status = exc.status
             extra = {"WWW-Authenticate": 'Bearer realm="kanban"'} if status == 401 else None
-            body = _error(exc.code, exc.message, exc.details)
-            return await _refuse(scope, receive, send, status, body, extra)
+            return await _refuse(scope, receive, send, status, error_body(exc), extra)
         if scope["method"] != "POST":
-            body = _error("method_not_allowed", "This MCP server is stateless: POST only")
+            body = {
+                "error": {
+                    "code": "method_not_allowed",
+                    "message": "This MCP server is stateless: POST only",
+                }
+            }
             return await _refuse(scope, receive, send, 405, body, {"Allow": "POST"})
         manager = StreamableHTTPSessionManager(
             app=build_server(caller),

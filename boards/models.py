@@ -6,6 +6,7 @@ goes through ``boards.services``.
 
 import hashlib
 
+from django.conf import settings
 from django.db import models
 
 
@@ -79,6 +80,8 @@ class Task(models.Model):
     approval_decided_by = models.CharField(max_length=150, blank=True)
     approval_decided_at = models.DateTimeField(null=True, blank=True)
     approval_note = models.TextField(blank=True)
+    # The task version a decision was given for: an approval covers the task as it was then.
+    approval_version = models.PositiveIntegerField(null=True, blank=True)
 
     version = models.PositiveIntegerField(default=1)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -142,6 +145,23 @@ class Event(models.Model):
         return f"{self.board_id}:{self.seq} {self.kind}"
 
 
+AGENT_NAME_MAX = 64
+AGENT_NAME_PUNCTUATION = frozenset("._- ")
+
+
+def agent_name_problem(name: str) -> str | None:
+    """Why ``name`` is not a plain agent name, or None: letters, digits, ``._-`` and
+    spaces, 1 to 64 characters. Control, format (zero-width) and bidi characters are
+    not letters, so a name cannot hide or reorder what a person reads."""
+    if not 1 <= len(name) <= AGENT_NAME_MAX:
+        return f"1 to {AGENT_NAME_MAX} characters"
+    if name != name.strip():
+        return "no leading or trailing spaces"
+    if not all(ch.isalnum() or ch in AGENT_NAME_PUNCTUATION for ch in name):
+        return "letters, digits, '.', '_', '-' and spaces only"
+    return None
+
+
 def hash_token(raw: str) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()
 
@@ -164,6 +184,7 @@ class AgentToken(models.Model):
 
     class Meta:
         ordering = ["board", "created_at"]
+        indexes = [models.Index(fields=["board", "agent"])]
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({'team' if self.is_team else self.agent})"
@@ -178,6 +199,10 @@ class Agent(models.Model):
 
     board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="agents")
     name = models.CharField(max_length=100)
+    # The team token whose X-Agent header put this name on the roster (None: a bound token).
+    token = models.ForeignKey(
+        AgentToken, null=True, blank=True, on_delete=models.SET_NULL, related_name="agents"
+    )
     first_seen = models.DateTimeField(auto_now_add=True)
     last_seen = models.DateTimeField()
 
@@ -206,3 +231,30 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return f"to {self.recipient}: {self.body[:40]}"
+
+
+class Role(models.TextChoices):
+    """A person's role on one board; each includes the ones before it."""
+
+    VIEWER = "viewer", "Viewer"
+    OPERATOR = "operator", "Operator"
+    APPROVER = "approver", "Approver"
+    ADMIN = "admin", "Admin"
+
+
+class Membership(models.Model):
+    """A person's role on a board. Superusers are admins of every board without one."""
+
+    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="board_memberships"
+    )
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.VIEWER)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["board", "user"]
+        constraints = [models.UniqueConstraint(fields=["board", "user"], name="membership_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.user} on {self.board}: {self.role}"

@@ -8,13 +8,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
+from typing import Any
 
-from django.db.models import Q
+from django.conf import settings
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce
+from django.utils import timezone
 
 from .errors import NotFound
 from .models import (
     TERMINAL_STATUSES,
+    Agent,
     ApprovalState,
     Board,
     Dependency,
@@ -96,7 +101,27 @@ def approval_to_dict(task: Task) -> dict:
         "decidedBy": task.approval_decided_by or None,
         "decidedAt": iso(task.approval_decided_at),
         "note": task.approval_note or None,
+        "version": task.approval_version,
     }
+
+
+APPROVAL_EVENTS = ("approval_requested", "approved", "denied", "approval_cleared")
+
+
+def approval_history(board: Board, number: int) -> list[dict[str, Any]]:
+    """Every request and decision on the task, oldest first: who, when, which version, why."""
+    events = _task_events(board, number).filter(kind__in=APPROVAL_EVENTS).order_by("seq")
+    return [
+        {
+            "event": e.kind,
+            "by": e.actor,
+            "at": iso(e.created_at),
+            "version": e.data.get("version"),
+            "reason": e.data.get("reason"),
+            "note": e.data.get("note"),
+        }
+        for e in events
+    ]
 
 
 def task_to_dict(view: TaskView, *, with_children: bool = False) -> dict:
@@ -230,6 +255,40 @@ def task_view(board: Board, number: int) -> TaskView:
     return view
 
 
+def find_cycle(board: Board) -> list[int] | None:
+    """A dependency cycle of the board as task numbers (first = last), or None.
+
+    Depth-first with three colours, lowest numbers first, so a cycle reads the
+    same way every time: ``[3, 5, 3]``.
+    """
+    graph: dict[int, list[int]] = {}
+    for task, blocker in Dependency.objects.filter(board=board).values_list(
+        "task__number", "blocker__number"
+    ):
+        graph.setdefault(task, []).append(blocker)
+    done: set[int] = set()
+    for start in sorted(graph):
+        if start in done:
+            continue
+        path = [start]
+        on_path = {start}
+        stack = [iter(sorted(graph.get(start, ())))]
+        while stack:
+            nxt = next(stack[-1], None)
+            if nxt is None:
+                stack.pop()
+                node = path.pop()
+                on_path.discard(node)
+                done.add(node)
+            elif nxt in on_path:
+                return [*path[path.index(nxt) :], nxt]
+            elif nxt not in done:
+                path.append(nxt)
+                on_path.add(nxt)
+                stack.append(iter(sorted(graph.get(nxt, ()))))
+    return None
+
+
 def blocked_numbers(board: Board) -> set[int]:
     """Numbers of the board's tasks that are blocked right now, in one query."""
     return set(
@@ -323,7 +382,7 @@ def tasks_as_text(views: list[TaskView]) -> str:
     return "\n".join(lines)
 
 
-def task_history(board: Board, number: int, *, limit: int = 200) -> list[Event]:
+def _task_events(board: Board, number: int) -> QuerySet[Event]:
     """The task's events since the board was last reset (numbers restart after a reset)."""
     last_reset = (
         Event.objects.filter(board=board, kind="reset")
@@ -332,11 +391,12 @@ def task_history(board: Board, number: int, *, limit: int = 200) -> list[Event]:
         .first()
         or 0
     )
-    return list(
-        Event.objects.filter(board=board, task_number=number, seq__gt=last_reset).order_by("-seq")[
-            :limit
-        ]
-    )
+    return Event.objects.filter(board=board, task_number=number, seq__gt=last_reset)
+
+
+def task_history(board: Board, number: int, *, limit: int = 200) -> list[Event]:
+    """The task's latest events, newest first."""
+    return list(_task_events(board, number).order_by("-seq")[:limit])
 
 
 def unread_count(board: Board, agent: str) -> int:
@@ -345,8 +405,6 @@ def unread_count(board: Board, agent: str) -> int:
 
 def board_counts(board: Board) -> dict[str, int]:
     """The column counts without loading the tasks, in one aggregate query."""
-    from django.db.models import Count, Exists, OuterRef
-
     open_blocker = Dependency.objects.filter(task=OuterRef("pk")).exclude(
         blocker__status=Status.COMPLETED
     )
@@ -375,3 +433,48 @@ def approval_requests(board: Board) -> list[Task]:
         .exclude(status__in=TERMINAL_STATUSES)
         .order_by("approval_requested_at", "number")
     )
+
+
+def roster(board: Board) -> list[dict[str, Any]]:
+    """Every agent seen on the board, with what it owns and whether it went quiet (one query)."""
+    idle = timezone.now() - timedelta(seconds=settings.KANBAN_AGENT_IDLE_SECONDS)
+
+    def owned(*statuses: str) -> Coalesce:
+        counted = (
+            Task.objects.filter(board=board, owner=OuterRef("name"), status__in=statuses)
+            .order_by()
+            .values("owner")
+            .annotate(n=Count("pk"))
+            .values("n")
+        )
+        return Coalesce(Subquery(counted), 0)
+
+    agents = (
+        Agent.objects.filter(board=board)
+        .order_by("name")
+        .annotate(
+            open_count=owned(Status.PENDING, Status.IN_PROGRESS),
+            in_progress_count=owned(Status.IN_PROGRESS),
+        )
+    )
+    return [
+        {
+            "name": agent.name,
+            "last_seen": agent.last_seen,
+            "owned": agent.open_count,
+            "in_progress": agent.in_progress_count,
+            "stale": bool(agent.in_progress_count) and agent.last_seen < idle,
+        }
+        for agent in agents
+    ]
+
+
+def board_progress(boards: Iterable[Board]) -> dict[int, dict[str, int]]:
+    """Tasks in all and completed, per board (one grouped query)."""
+    return {
+        row["board"]: row
+        for row in Task.objects.filter(board__in=list(boards))
+        .values("board")
+        .annotate(total=Count("id"), done=Count("id", filter=Q(status=Status.COMPLETED)))
+        .order_by()
+    }

@@ -1,277 +1,121 @@
-"""The canonical tools: each validated input mapped onto one service or selector.
+"""The tool pipeline: every agent door (HTTP tool endpoint, MCP) calls ``tools.call``.
 
-Shared by the HTTP tool endpoint and (later) the MCP server, so a rule is
-written once, in the services, whatever door an agent comes through.
+``call(caller, name, arguments)`` looks the tool up (canonical, or a seed
+dialect's), validates the arguments with its pydantic model, runs it (in a
+worker thread, or on the event loop for the waiting tools), adds
+``unreadMessages`` to an object answer, and turns any failure into a
+``ServiceError``. The doors only carry transport: reading the request,
+authenticating (``boards.auth``) and writing ``Answer`` or ``errors.error_body``.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
+import inspect
 import logging
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from channels.db import database_sync_to_async
-from channels.layers import get_channel_layer
-from django.conf import settings
+from asgiref.sync import sync_to_async
+from django.db import close_old_connections
+from pydantic import ValidationError
 
-from . import schemas, selectors, services
-from .events import group_name
-from .models import TERMINAL_STATUSES, ApprovalState, Board, Event
+from . import canonical, dialects, schemas, selectors
+from .auth import Caller
+from .canonical import Answer
+from .errors import InternalError, InvalidInput, NotFound, ServiceError
 
 logger = logging.getLogger(__name__)
 
-
-@dataclass
-class Caller:
-    board: Board
-    agent: str
+__all__ = ["Answer", "Caller", "Tool", "call", "lookup"]
 
 
-@dataclass
-class Answer:
-    body: dict[str, Any]
-    status: int = 200
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    model: type[schemas.ToolInput]
+    handler: Callable[..., Any]
+    # A waiting tool (TaskWatch) runs on the event loop, holding no thread or connection.
+    waits: bool = False
 
 
-def _task(board: Board, number: int | None, *, children: bool = True) -> dict | None:
-    if number is None:
-        return None
-    return selectors.task_to_dict(selectors.task_view(board, number), with_children=children)
+def lookup(name: str, *, seed_dialects: bool = True) -> Tool:
+    """The tool called ``name``: a canonical one, or (``seed_dialects``) a seed's; else 404."""
+    if name in canonical.HANDLERS:
+        handler = canonical.HANDLERS[name]
+        return Tool(name, schemas.TOOL_INPUTS[name], handler, inspect.iscoroutinefunction(handler))
+    dialect = dialects.dialect_for(name) if seed_dialects else None
+    if dialect is None:
+        raise NotFound(
+            f"Unknown tool {name[:64]!r}; list the tools to see them", code="unknown_tool"
+        )
+    return Tool(name, dialect.model, dialect.handler, dialect.is_async)
 
 
-def _counts(board: Board) -> dict[str, int]:
-    return selectors.board_snapshot(board).counts()
+def unstorable(value: Any) -> str | None:
+    """Why a parsed JSON value cannot be stored as it is, or None.
+
+    PostgreSQL cannot store U+0000 in text, and NaN or Infinity is not JSON (Python's
+    parser accepts them, a JSON column refuses them): refused the same on every backend.
+    """
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return "Strings must not contain the NUL character (\\u0000)"
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                return "Numbers must be finite: NaN and Infinity are not JSON"
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return None
 
 
-def _written(caller: Caller, outcome: services.Outcome) -> Answer:
-    return Answer({"task": _task(caller.board, outcome.task_number), "changes": outcome.changes})
+def validate(tool: Tool, arguments: Any) -> schemas.ToolInput:
+    """The tool's input model from JSON arguments; every wrong field is named."""
+    if not isinstance(arguments, dict):
+        raise InvalidInput("The tool's input must be a JSON object")
+    problem = unstorable(arguments)
+    if problem is not None:
+        raise InvalidInput(problem)
+    try:
+        return tool.model.model_validate(arguments)
+    except ValidationError as exc:
+        details = schemas.validation_details(exc)
+        summary = "; ".join(f"{d['field']}: {d['message']}" for d in details[:10])
+        raise InvalidInput(f"Invalid input for {tool.name}: {summary}", details=details) from exc
+    except RecursionError as exc:
+        raise InvalidInput("Input is nested too deeply") from exc
 
 
-def task_create(caller: Caller, data: schemas.TaskCreateInput) -> Answer:
-    outcome = services.task_create(
-        board=caller.board,
-        actor=caller.agent,
-        subject=data.subject,
-        description=data.description,
-        active_form=data.activeForm,
-        blocked_by=data.blockedBy,
-        blocks=data.blocks,
-        parent_id=data.parentId,
-        metadata=data.metadata,
-        prompt=data.prompt,
-        requires_approval=data.requiresApproval,
-    )
-    return _written(caller, outcome)
-
-
-def task_get(caller: Caller, data: schemas.TaskGetInput) -> Answer:
-    return Answer({"task": _task(caller.board, selectors.parse_task_id(data.taskId))})
-
-
-def task_update(caller: Caller, data: schemas.TaskUpdateInput) -> Answer:
-    outcome = services.task_update(
-        board=caller.board, actor=caller.agent, task_id=data.taskId, **schemas.update_kwargs(data)
-    )
-    return _written(caller, outcome)
-
-
-def task_list(caller: Caller, data: schemas.TaskListInput) -> Answer:
-    views, snapshot = selectors.task_list(
-        caller.board,
-        view=data.view,
-        status=data.status,
-        owner=data.owner,
-        blocked=data.blocked,
-        parent_id=int(data.parentId) if data.parentId else None,
-        tree=data.tree,
-    )
-    body: dict[str, Any] = {"total": len(views), "counts": snapshot.counts()}
-    if data.format == "text":
-        body["text"] = selectors.tasks_as_text(views)
-    else:
-        body["tasks"] = [selectors.task_to_dict(v) for v in views]
-    return Answer(body)
-
-
-def task_claim(caller: Caller, data: schemas.TaskClaimInput) -> Answer:
-    if data.taskId is None:
-        outcome = services.task_claim_next(board=caller.board, agent=caller.agent)
-        if outcome.task_number is None:
-            return Answer({"task": None, "changes": [], "message": "No task is ready to claim."})
-    else:
-        outcome = services.task_claim(board=caller.board, agent=caller.agent, task_id=data.taskId)
-    answer = _written(caller, outcome)
-    if outcome.awaiting_approval:
-        answer.body["awaitingApproval"] = True
-        answer.status = 202
+def _with_unread(caller: Caller, answer: Answer) -> Answer:
+    if isinstance(answer.body, dict):  # a seed's bare "ok" or array stays as the seed has it
+        answer.body["unreadMessages"] = selectors.unread_count(caller.board, caller.agent)
     return answer
 
 
-def task_reassign(caller: Caller, data: schemas.TaskReassignInput) -> Answer:
-    outcome = services.task_reassign(
-        board=caller.board, actor=caller.agent, task_id=data.taskId, owner=data.owner
-    )
-    return _written(caller, outcome)
+def _run(caller: Caller, tool: Tool, arguments: Any) -> Answer:
+    return _with_unread(caller, tool.handler(caller, validate(tool, arguments)))
 
 
-def _batch_op(op: schemas.BatchCreate | schemas.BatchUpdate | schemas.BatchDelete) -> dict:
-    if isinstance(op, schemas.BatchCreate):
-        return {
-            "op": "create",
-            "ref": op.ref,
-            "subject": op.subject,
-            "description": op.description,
-            "active_form": op.activeForm,
-            "blocked_by": op.blockedBy,
-            "blocks": op.blocks,
-            "parent_id": op.parentId,
-            "metadata": op.metadata,
-            "prompt": op.prompt,
-            "requires_approval": op.requiresApproval,
-        }
-    if isinstance(op, schemas.BatchUpdate):
-        return {"op": "update", "task_id": op.taskId, **schemas.update_kwargs(op)}
-    return {"op": "delete", "task_id": op.taskId}
-
-
-def task_batch(caller: Caller, data: schemas.TaskBatchInput) -> Answer:
-    outcome = services.task_batch(
-        board=caller.board, actor=caller.agent, ops=[_batch_op(op) for op in data.ops]
-    )
-    return Answer(
-        {
-            "operations": outcome.operations,
-            "changes": outcome.changes,
-            "counts": _counts(caller.board),
-        }
-    )
-
-
-def task_request_approval(caller: Caller, data: schemas.TaskRequestApprovalInput) -> Answer:
-    outcome = services.approval_request(
-        board=caller.board, agent=caller.agent, task_id=data.taskId, reason=data.reason
-    )
-    return _written(caller, outcome)
-
-
-def inbox_read(caller: Caller, data: schemas.InboxReadInput) -> Answer:
-    messages = services.inbox_read(board=caller.board, agent=caller.agent, ack=data.ack)
-    return Answer(
-        {
-            "messages": [
-                {
-                    "id": m.pk,
-                    "from": m.sender,
-                    "taskId": str(m.task_number) if m.task_number else None,
-                    "body": m.body,
-                    "sentAt": selectors.iso(m.created_at),
-                }
-                for m in messages
-            ],
-            "acknowledged": data.ack,
-        }
-    )
-
-
-SYNC_HANDLERS = {
-    "TaskCreate": task_create,
-    "TaskGet": task_get,
-    "TaskUpdate": task_update,
-    "TaskList": task_list,
-    "TaskClaim": task_claim,
-    "TaskReassign": task_reassign,
-    "TaskBatch": task_batch,
-    "TaskRequestApproval": task_request_approval,
-    "InboxRead": inbox_read,
-}
-
-
-def _watch_state(
-    caller: Caller, number: int, start_state: str | None
-) -> tuple[bool, dict | None, str]:
-    """(finished?, task, approval state) for a watched task."""
-    views = selectors.task_views(caller.board, [number])
-    view = views.get(number)
-    if view is None:
-        if start_state is None:
-            selectors.task_view(caller.board, number)  # raises NotFound
-        return True, None, ""
-    task = view.task
-    state = task.approval_state
-    done = task.status in TERMINAL_STATUSES
-    if start_state is None:
-        # The caller's own request was decided just before it started watching.
-        last = (
-            Event.objects.filter(board=caller.board, task_number=number)
-            .order_by("-seq")
-            .values_list("kind", flat=True)
-            .first()
-        )
-        done = done or (
-            last in ("approved", "denied") and task.approval_requested_by == caller.agent
-        )
-    elif start_state == ApprovalState.REQUESTED and state != ApprovalState.REQUESTED:
-        done = True
-    return done, selectors.task_to_dict(view, with_children=True), state
-
-
-# Without the channel layer (Redis down) a watch degrades to reading the task this often.
-WATCH_FALLBACK_POLL_SECONDS = 1.0
-
-
-async def task_watch(caller: Caller, data: schemas.TaskWatchInput) -> Answer:
-    """Wait on the board's event stream (not a polling loop) until the task is done.
-
-    Each database read is a short ``database_sync_to_async`` call that gives its
-    connection back, so a waiting watch holds neither a thread nor a connection.
-    If the channel layer fails (Redis down), the watch still answers: it falls
-    back to reading the task once a second until the layer is needed no more.
-    """
-    number = selectors.parse_task_id(data.taskId)
-    timeout = min(float(data.timeoutSeconds), settings.KANBAN_WATCH_MAX_SECONDS)
-    layer = get_channel_layer()
-    group = group_name(caller.board.pk)
-    channel = ""
+async def call(caller: Caller, name: str, arguments: Any, *, seed_dialects: bool = True) -> Answer:
+    """Run one tool for an authenticated caller; every refusal is a ``ServiceError``."""
+    tool = lookup(name, seed_dialects=seed_dialects)
     try:
-        channel = await layer.new_channel()
-        # Join before reading the state, so a change landing in between is not missed.
-        await asyncio.wait_for(layer.group_add(group, channel), 2)
-    except Exception:
-        logger.warning("TaskWatch on board %s: channel layer unavailable, polling", group)
-        channel = ""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    read = database_sync_to_async(_watch_state)
-    try:
-        done, task, start_state = await read(caller, number, None)
-        while not done:
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                _, task, _ = await read(caller, number, start_state)
-                return Answer({"task": task, "timedOut": True})
-            if not channel:
-                await asyncio.sleep(min(remaining, WATCH_FALLBACK_POLL_SECONDS))
-                done, task, _ = await read(caller, number, start_state)
-                continue
-            try:
-                message = await asyncio.wait_for(layer.receive(channel), remaining)
-            except TimeoutError:
-                continue
-            except Exception:
-                logger.warning("TaskWatch on board %s: channel layer failed, polling", group)
-                channel = ""
-                continue
-            if any(
-                e.get("taskId") == str(number) or e.get("kind") == "reset"
-                for e in message.get("events", ())
-            ):
-                done, task, _ = await read(caller, number, start_state)
-        return Answer(
-            {"task": task, "timedOut": False, **({"deleted": True} if task is None else {})}
-        )
-    finally:
-        if channel:
-            with contextlib.suppress(Exception):
-                await layer.group_discard(group, channel)
+        if not tool.waits:
+            return await sync_to_async(_run)(caller, tool, arguments)
+        data = validate(tool, arguments)
+        # The wait may last minutes: give the request's connection back before it starts.
+        await sync_to_async(close_old_connections)()
+        answer = await tool.handler(caller, data)
+        return await sync_to_async(_with_unread)(caller, answer)
+    except ServiceError:
+        raise
+    except Exception as exc:
+        logger.exception("tool %s on board %s failed", name, caller.board.slug)
+        raise InternalError("The server failed; the change was not applied") from exc

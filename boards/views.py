@@ -1,218 +1,78 @@
 """The board for people: pages, htmx fragments and actions, all writes through services.
 
-The same partials (``boards/board.html#card`` …) render the full page, the htmx
-answers and the fragments pushed over the WebSocket.
+What a board looks like lives in ``boards.rendering``; the views choose what to
+render and call one service per action.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from datetime import timedelta
+from collections.abc import Callable
+from functools import wraps
 from typing import Any
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.template.loader import render_to_string
 from django.urls import reverse
-from django.utils import timezone
-from django.utils.cache import patch_vary_headers
+from django.utils.cache import add_never_cache_headers, patch_vary_headers
+from django.utils.html import escape
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.middleware import HtmxDetails
 
-from . import selectors, services
-from .errors import InvalidInput, ServiceError
-from .models import Agent, AgentToken, Board, Status, Task
+from . import permissions, selectors, services
+from .errors import InvalidInput, NotFound, ServiceError
+from .models import Agent, AgentToken, Board, Membership, Role, Status, Task
+from .rendering import DROP_STATUS, board_context
 
 
 class HtmxHttpRequest(HttpRequest):
     htmx: HtmxDetails
 
 
-COLUMN_TITLES = {
-    "pending": "Pending",
-    "in_progress": "In progress",
-    "blocked": "Blocked",
-    "completed": "Completed",
-}
-# Where a card dropped on a column goes (Blocked is derived, so it is no drop target).
-DROP_STATUS = {
-    "pending": Status.PENDING,
-    "in_progress": Status.IN_PROGRESS,
-    "completed": Status.COMPLETED,
-}
-
-
 def _person(request: HtmxHttpRequest) -> str:
     return request.user.get_username()
 
 
-def _roster(board: Board) -> list[dict[str, Any]]:
-    """Every agent seen on the board, with what it owns and whether it went quiet (one query)."""
-    from django.db.models import Count, OuterRef, Subquery
-    from django.db.models.functions import Coalesce
-
-    idle = timezone.now() - timedelta(seconds=settings.KANBAN_AGENT_IDLE_SECONDS)
-
-    def owned(*statuses: str) -> Coalesce:
-        counted = (
-            Task.objects.filter(board=board, owner=OuterRef("name"), status__in=statuses)
-            .order_by()
-            .values("owner")
-            .annotate(n=Count("pk"))
-            .values("n")
-        )
-        return Coalesce(Subquery(counted), 0)
-
-    agents = (
-        Agent.objects.filter(board=board)
-        .order_by("name")
-        .annotate(
-            open_count=owned(Status.PENDING, Status.IN_PROGRESS),
-            in_progress_count=owned(Status.IN_PROGRESS),
-        )
-    )
-    return [
-        {
-            "name": agent.name,
-            "last_seen": agent.last_seen,
-            "owned": agent.open_count,
-            "in_progress": agent.in_progress_count,
-            "stale": bool(agent.in_progress_count) and agent.last_seen < idle,
-        }
-        for agent in agents
-    ]
+BoardView = Callable[..., HttpResponse]
 
 
-def _stale_agents(roster: list[dict[str, Any]]) -> set[str]:
-    return {row["name"] for row in roster if row["stale"]}
+def _refusal(request: HtmxHttpRequest, exc: ServiceError) -> HttpResponse:
+    """A refused action as the page shows it: an alert for htmx, else a plain page."""
+    body = f'<p class="error" role="alert">{escape(exc.message)}</p>'
+    return HttpResponse(body, status=exc.status)
 
 
-def board_context(board: Board) -> dict[str, Any]:
-    # The sequence is read before the tasks, so the page is at least as new as it says.
-    seq = Board.objects.filter(pk=board.pk).values_list("last_seq", flat=True).get()
-    snapshot = selectors.board_snapshot(board)
-    counts = snapshot.counts()
-    columns: dict[str, list[selectors.TaskView]] = {key: [] for key in COLUMN_TITLES}
-    for view in snapshot.ordered():
-        columns[view.column].append(view)
-    roster = _roster(board)
-    owners = sorted(
-        {v.task.owner for v in snapshot.views.values() if v.task.owner}
-        | {r["name"] for r in roster}
-    )
-    return {
-        "board": board,
-        "seq": seq,
-        "counts": counts,
-        "total": len(snapshot.views),
-        "done": counts["completed"],
-        "columns": [
-            {"key": key, "title": title, "views": columns[key], "count": len(columns[key])}
-            for key, title in COLUMN_TITLES.items()
-        ],
-        # The same order as the pushed strip: oldest request first.
-        "approvals": selectors.approval_requests(board),
-        "roster": roster,
-        "stale": _stale_agents(roster),
-        "owners": owners,
-        "idle_seconds": settings.KANBAN_AGENT_IDLE_SECONDS,
-    }
+def board_access(action: str) -> Callable[[BoardView], BoardView]:
+    """Log in, find the board, and check the person's role for ``action`` (``permissions``).
 
-
-def header_context(board: Board) -> dict[str, Any]:
-    counts = selectors.board_counts(board)
-    total = sum(
-        counts[k] for k in ("pending", "blocked", "in_progress", "completed", "failed", "cancelled")
-    )
-    column_counts = {
-        "pending": counts["pending"],
-        "in_progress": counts["in_progress"],
-        "blocked": counts["blocked"],
-        "completed": counts["completed"] + counts["failed"] + counts["cancelled"],
-    }
-    return {
-        "board": board,
-        "counts": counts,
-        "total": total,
-        "done": counts["completed"],
-        "columns": [
-            {"key": key, "title": title, "count": column_counts[key]}
-            for key, title in COLUMN_TITLES.items()
-        ],
-        "approvals": selectors.approval_requests(board),
-        "roster": _roster(board),
-        "oob": True,
-    }
-
-
-def render_board_fragments(
-    board_id: int, numbers: Iterable[int], *, full: bool = False, header: bool = True
-) -> dict[str, Any]:
-    """Fragments that bring an open board up to date for the given task numbers.
-
-    Each card fragment deletes the card wherever it is and appends the new
-    rendering to the column it belongs in now (the page keeps each column in
-    number order), so applying it twice or out of place is harmless.
+    The view receives the board and the person's role instead of the slug. A
+    board the person is not a member of is a 404, as if it did not exist.
     """
-    board = Board.objects.get(pk=board_id)
-    if full:
-        page = board_context(board)
-        page["oob"] = True
-        body = render_to_string("boards/board.html#board-body", page)
-        return {"seq": page["seq"], "full": body, "cards": {}, "header": {}}
-    seq = board.last_seq
-    numbers = sorted(set(numbers))
-    views = selectors.task_views(board, numbers, with_children=False)
-    # Without a header re-render, cards carry no stale mark: the page sets it from the roster.
-    context = header_context(board) if header else None
-    stale = _stale_agents(context["roster"]) if context else set()
-    cards: dict[str, str] = {}
-    for number in numbers:
-        html = f'<div id="task-{number}" hx-swap-oob="delete"></div>'
-        view = views.get(number)
-        if view is not None:
-            card = render_to_string(
-                "boards/board.html#card", {"board": board, "view": view, "stale": stale}
-            )
-            html += f'<template hx-swap-oob="beforeend:#cards-{view.column}">{card}</template>'
-        cards[str(number)] = html
-    return {
-        "seq": seq,
-        "cards": cards,
-        "header": render_header_parts(context) if context else {},
-        "full": None,
-    }
 
+    def decorate(view: BoardView) -> BoardView:
+        @login_required
+        @wraps(view)
+        def wrapper(request: HtmxHttpRequest, slug: str, *args: Any, **kwargs: Any) -> HttpResponse:
+            board = get_object_or_404(Board, slug=slug)
+            try:
+                role = permissions.check(request.user, board, action)
+            except NotFound as exc:
+                raise Http404(exc.message) from exc
+            except ServiceError as exc:
+                return _refusal(request, exc)
+            return view(request, board, role, *args, **kwargs)
 
-def render_header_parts(context: dict[str, Any]) -> dict[str, str]:
-    """The board's header pieces by element id, each pushed only when it changed."""
-    parts: dict[str, str] = {
-        "board-summary": render_to_string("boards/board.html#summary", context),
-        "approvals": render_to_string("boards/board.html#approvals", context),
-        "roster": render_to_string("boards/roster.html", context),
-    }
-    for col in context["columns"]:
-        parts[f"count-{col['key']}"] = render_to_string(
-            "boards/board.html#count", {**context, "col": col}
-        )
-    return parts
+        return wrapper
+
+    return decorate
 
 
 @login_required
 @require_GET
 def board_list(request: HtmxHttpRequest) -> HttpResponse:
-    boards = list(Board.objects.all())
-    from django.db.models import Count, Q
-
-    stats = {
-        row["board"]: row
-        for row in Task.objects.values("board")
-        .annotate(total=Count("id"), done=Count("id", filter=Q(status=Status.COMPLETED)))
-        .order_by()
-    }
+    boards = permissions.visible_boards(request.user)
+    stats = selectors.board_progress(boards)
     rows = [
         {
             "board": b,
@@ -224,18 +84,15 @@ def board_list(request: HtmxHttpRequest) -> HttpResponse:
     return render(request, "boards/board_list.html", {"rows": rows})
 
 
-def _board_or_404(slug: str) -> Board:
-    return get_object_or_404(Board, slug=slug)
-
-
-@login_required
 @require_GET
-def board_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
-    board = _board_or_404(slug)
-    return render(request, "boards/board.html", board_context(board))
+@board_access("view")
+def board_detail(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResponse:
+    context = board_context(board)
+    context["can"] = permissions.capabilities(role)
+    return render(request, "boards/board.html", context)
 
 
-def _detail_context(board: Board, number: int) -> dict[str, Any]:
+def _detail_context(board: Board, number: int, role: Role) -> dict[str, Any]:
     try:
         view = selectors.task_view(board, number)
     except ServiceError as exc:
@@ -244,16 +101,25 @@ def _detail_context(board: Board, number: int) -> dict[str, Any]:
         "board": board,
         "view": view,
         "task": view.task,
+        # Pairs, not the dict: a key like "items" would shadow the dict's own method.
+        "metadata": sorted(view.task.metadata.items()),
         "history": selectors.task_history(board, number),
         "agents": list(Agent.objects.filter(board=board).values_list("name", flat=True)),
         "statuses": [s for s in Status if s != view.task.status],
+        "can": permissions.capabilities(role),
     }
 
 
 def _detail_response(
-    request: HtmxHttpRequest, board: Board, number: int, *, status: int = 200, error: str = ""
+    request: HtmxHttpRequest,
+    board: Board,
+    role: Role,
+    number: int,
+    *,
+    status: int = 200,
+    error: str = "",
 ) -> HttpResponse:
-    context = _detail_context(board, number)
+    context = _detail_context(board, number, role)
     context["error"] = error
     if request.htmx:
         response = render(request, "boards/task_detail.html#panel", context, status=status)
@@ -263,10 +129,10 @@ def _detail_response(
     return response
 
 
-@login_required
 @require_GET
-def task_detail(request: HtmxHttpRequest, slug: str, number: int) -> HttpResponse:
-    return _detail_response(request, _board_or_404(slug), number)
+@board_access("view")
+def task_detail(request: HtmxHttpRequest, board: Board, role: Role, number: int) -> HttpResponse:
+    return _detail_response(request, board, role, number)
 
 
 def _run_action(request: HtmxHttpRequest, board: Board, number: int, action: str) -> None:
@@ -279,13 +145,13 @@ def _run_action(request: HtmxHttpRequest, board: Board, number: int, action: str
         if status not in Status.values:
             # Deleting has its own confirmed action; a status post never deletes.
             raise InvalidInput(f"status: unknown status {status[:40]!r}")
-        services.task_update(board=board, actor=person, task_id=number, status=status)
+        services.task_update(board=board, actor=person, person=True, task_id=number, status=status)
     elif action == "reassign":
         services.task_reassign(
-            board=board, actor=person, task_id=number, owner=post.get("owner", "")
+            board=board, actor=person, person=True, task_id=number, owner=post.get("owner", "")
         )
     elif action == "delete":
-        services.task_delete(board=board, actor=person, task_id=number)
+        services.task_delete(board=board, actor=person, person=True, task_id=number)
     elif action in ("approve", "deny"):
         services.approval_decide(
             board=board,
@@ -315,10 +181,15 @@ def _run_action(request: HtmxHttpRequest, board: Board, number: int, action: str
         raise Http404("Unknown action")
 
 
-@login_required
 @require_POST
-def task_action(request: HtmxHttpRequest, slug: str, number: int, action: str) -> HttpResponse:
-    board = _board_or_404(slug)
+@board_access("view")
+def task_action(
+    request: HtmxHttpRequest, board: Board, role: Role, number: int, action: str
+) -> HttpResponse:
+    if action not in permissions.ACTIONS or action == "view":
+        raise Http404("Unknown action")
+    if not permissions.may(role, action):
+        return _refusal(request, permissions.refusal(role, action))
     try:
         _run_action(request, board, number, action)
     except ServiceError as exc:
@@ -327,48 +198,44 @@ def task_action(request: HtmxHttpRequest, slug: str, number: int, action: str) -
             and action != "delete"
             and Task.objects.filter(board=board, number=number).exists()
         ):
-            return _detail_response(request, board, number, status=exc.status, error=exc.message)
-        if request.htmx:
-            return HttpResponse(
-                f'<p class="error" role="alert">{_escape(exc.message)}</p>', status=exc.status
+            return _detail_response(
+                request, board, role, number, status=exc.status, error=exc.message
             )
+        if request.htmx:
+            return _refusal(request, exc)
         messages.error(request, exc.message)
-        return redirect("board", slug=slug)
+        return redirect("board", slug=board.slug)
     if action == "delete" or not Task.objects.filter(board=board, number=number).exists():
         if request.htmx:
             return HttpResponse('<p class="muted">Task deleted.</p>')
-        return redirect("board", slug=slug)
+        return redirect("board", slug=board.slug)
     if request.htmx:
-        return _detail_response(request, board, number)
-    return redirect(reverse("task", args=[slug, number]))
+        return _detail_response(request, board, role, number)
+    return redirect(reverse("task", args=[board.slug, number]))
 
 
-def _escape(text: str) -> str:
-    from django.utils.html import escape
-
-    return escape(text)
-
-
-@login_required
 @require_POST
-def board_reset(request: HtmxHttpRequest, slug: str) -> HttpResponse:
-    board = _board_or_404(slug)
+@board_access("reset")
+def board_reset_post(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResponse:
     if request.POST.get("confirm") != board.slug:
         messages.error(request, f"Type the board's slug ({board.slug}) to confirm the reset.")
-        return redirect("board", slug=slug)
+        return redirect("board", slug=board.slug)
     services.board_reset(board=board, actor=_person(request))
     messages.success(request, "Board reset: every task was deleted and numbering restarts at 1.")
-    return redirect("board", slug=slug)
+    return redirect("board", slug=board.slug)
 
 
-@login_required
-def token_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
-    board = _board_or_404(slug)
-    new_token = ""
+NEW_TOKEN_KEY = "kanban:new-token"  # noqa: S105 - a session key, not a secret
+
+
+@board_access("tokens")
+def token_list(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResponse:
+    """Issue (POST) and list tokens. A new token is shown once, after a redirect, so a
+    refresh never issues another, and that page is never cached."""
     error = ""
     if request.method == "POST":
         try:
-            new_token = services.token_issue(
+            raw = services.token_issue(
                 board=board,
                 agent=request.POST.get("agent", ""),
                 team=request.POST.get("team") in ("1", "on", "true"),
@@ -376,6 +243,11 @@ def token_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
             )
         except ServiceError as exc:
             error = exc.message
+        else:
+            request.session[NEW_TOKEN_KEY] = {"board": board.pk, "token": raw}
+            return redirect("tokens", slug=board.slug)
+    shown = request.session.pop(NEW_TOKEN_KEY, None)
+    new_token = shown["token"] if shown and shown.get("board") == board.pk else ""
     context = {
         "board": board,
         "tokens": AgentToken.objects.filter(board=board).order_by("-created_at"),
@@ -383,24 +255,61 @@ def token_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         "error": error,
         "api_base": request.build_absolute_uri(f"/api/boards/{board.slug}/tools/"),
     }
-    return render(request, "boards/tokens.html", context, status=400 if error else 200)
+    response = render(request, "boards/tokens.html", context, status=400 if error else 200)
+    add_never_cache_headers(response)
+    return response
 
 
-@login_required
 @require_POST
-def token_revoke(request: HtmxHttpRequest, slug: str, token_id: int) -> HttpResponse:
-    board = _board_or_404(slug)
+@board_access("tokens")
+def token_revoke_post(
+    request: HtmxHttpRequest, board: Board, role: Role, token_id: int
+) -> HttpResponse:
     try:
         services.token_revoke(board=board, token_id=token_id)
     except ServiceError as exc:
         raise Http404(exc.message) from exc
-    return redirect("tokens", slug=slug)
+    return redirect("tokens", slug=board.slug)
 
 
-@login_required
+@board_access("members")
+def member_list(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResponse:
+    """The board's people and their roles, and its agents' roster (admins)."""
+    error = ""
+    if request.method == "POST":
+        try:
+            if request.POST.get("remove"):
+                services.member_remove(
+                    board=board, username=request.POST["remove"], actor=_person(request)
+                )
+            elif request.POST.get("remove_agent"):
+                services.agent_remove(
+                    board=board, name=request.POST["remove_agent"], actor=_person(request)
+                )
+            else:
+                services.member_set(
+                    board=board,
+                    username=request.POST.get("username", ""),
+                    role=request.POST.get("role", ""),
+                    actor=_person(request),
+                )
+        except ServiceError as exc:
+            error = exc.message
+        else:
+            return redirect("members", slug=board.slug)
+    context = {
+        "board": board,
+        "members": Membership.objects.filter(board=board).select_related("user"),
+        "roles": Role.choices,
+        "agents": selectors.roster(board),
+        "error": error,
+    }
+    return render(request, "boards/members.html", context, status=400 if error else 200)
+
+
 @require_POST
-def message_send(request: HtmxHttpRequest, slug: str) -> HttpResponse:
-    board = _board_or_404(slug)
+@board_access("message")
+def message_send_post(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResponse:
     try:
         services.message_send(
             board=board,
@@ -411,12 +320,10 @@ def message_send(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         )
     except ServiceError as exc:
         if request.htmx:
-            return HttpResponse(
-                f'<p class="error" role="alert">{_escape(exc.message)}</p>', status=exc.status
-            )
+            return _refusal(request, exc)
         messages.error(request, exc.message)
-        return redirect("board", slug=slug)
+        return redirect("board", slug=board.slug)
     if request.htmx:
         return HttpResponse('<p class="ok" role="status">Message queued.</p>')
     messages.success(request, "Message queued.")
-    return redirect("board", slug=slug)
+    return redirect("board", slug=board.slug)

@@ -195,3 +195,7 @@ LOGGING = {
     # Refused tool calls (4xx) are answers, not server trouble.
     "loggers": {"django.request": {"level": "ERROR"}},
 }
+# Distinct agent names one team token may put on a board's roster (X-Agent); 429 beyond.
+KANBAN_TEAM_AGENT_LIMIT = int(os.environ.get("KANBAN_TEAM_AGENT_LIMIT", "200"))
+# TaskWatch calls one token may have waiting at once, per server process; 429 beyond.
+KANBAN_WATCHES_PER_TOKEN = int(os.environ.get("KANBAN_WATCHES_PER_TOKEN", "50"))

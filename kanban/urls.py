@@ -1,10 +1,14 @@
 from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import path, register_converter
 from django.views.generic import RedirectView
 
 from boards import api, views
+from boards.converters import NumberConverter
+
+# Task and token numbers fit a database integer; a longer run of digits is a plain 404.
+register_converter(NumberConverter, "number")
 
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="board-list", permanent=False)),
@@ -13,15 +17,20 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("boards/", views.board_list, name="board-list"),
     path("boards/<slug:slug>/", views.board_detail, name="board"),
-    path("boards/<slug:slug>/reset/", views.board_reset, name="board-reset"),
+    path("boards/<slug:slug>/reset/", views.board_reset_post, name="board-reset"),
     path("boards/<slug:slug>/tokens/", views.token_list, name="tokens"),
     path(
-        "boards/<slug:slug>/tokens/<int:token_id>/revoke/", views.token_revoke, name="token-revoke"
+        "boards/<slug:slug>/tokens/<number:token_id>/revoke/",
+        views.token_revoke_post,
+        name="token-revoke",
     ),
-    path("boards/<slug:slug>/messages/", views.message_send, name="message-send"),
-    path("boards/<slug:slug>/tasks/<int:number>/", views.task_detail, name="task"),
+    path("boards/<slug:slug>/members/", views.member_list, name="members"),
+    path("boards/<slug:slug>/messages/", views.message_send_post, name="message-send"),
+    path("boards/<slug:slug>/tasks/<number:number>/", views.task_detail, name="task"),
     path(
-        "boards/<slug:slug>/tasks/<int:number>/<str:action>/", views.task_action, name="task-action"
+        "boards/<slug:slug>/tasks/<number:number>/<str:action>/",
+        views.task_action,
+        name="task-action",
     ),
     path("healthz", api.healthz, name="healthz"),
     path("api/openapi.json", api.openapi, name="openapi"),

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from boards.models import Board
+from boards.models import Board, Membership, Role
 from tests.factories import make_board, make_token
 
 
@@ -108,8 +108,11 @@ def bob(agent_factory) -> AgentClient:
 
 
 @pytest.fixture
-def person(db, django_user_model):
-    return django_user_model.objects.create_user(username="pat", password="pw-pat-123")
+def person(board, django_user_model):
+    """A person who administers the ``board`` fixture (and is no member of any other)."""
+    user = django_user_model.objects.create_user(username="pat", password="pw-pat-123")
+    Membership.objects.create(board=board, user=user, role=Role.ADMIN)
+    return user
 
 
 @pytest.fixture

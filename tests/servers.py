@@ -152,7 +152,7 @@ class Cluster:
             "shell",
             "-c",
             "from django.contrib.auth.models import User; "
-            f"User.objects.create_user({username!r}, password={password!r})",
+            f"User.objects.create_superuser({username!r}, password={password!r})",
         )
 
 

@@ -62,7 +62,7 @@ def test_update_bumps_version_and_records_an_event(alice, board):
     assert reply.body["task"]["version"] == 2
     assert reply.body["changes"] == [{"type": "updated", "taskId": "1", "fields": ["description"]}]
     kinds = list(Event.objects.filter(board=board).order_by("seq").values_list("kind", flat=True))
-    assert kinds == ["created", "updated"]
+    assert kinds == ["board_created", "created", "updated"]
 
 
 def test_update_with_nothing_new_changes_nothing(alice):

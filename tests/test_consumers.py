@@ -13,7 +13,7 @@ from channels.testing import WebsocketCommunicator
 from django.conf import settings
 
 from boards import services
-from boards.models import Board
+from boards.models import Board, Membership, Role
 from kanban.asgi import application
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -120,7 +120,7 @@ async def test_socket_without_seq_gets_the_whole_board_on_connect(open_socket, b
     frame = await socket.receive_from(timeout=WAIT)
     assert 'id="cards-pending" hx-swap-oob="true"' in frame
     assert 'data-task-id="1"' in frame
-    assert seq_in(frame) == 1
+    assert seq_in(frame) == 2  # after the board's creation and the task's
 
 
 async def test_change_made_through_the_service_pushes_the_card(open_socket, board):
@@ -134,7 +134,7 @@ async def test_change_made_through_the_service_pushes_the_card(open_socket, boar
     assert "hx-swap-oob" in frame
     assert 'hx-swap-oob="beforeend:#cards-pending"' in frame
     assert "Write docs" in frame
-    assert seq_in(frame) == 1
+    assert seq_in(frame) == 2
 
 
 async def test_completing_a_blocker_moves_its_dependent_from_blocked_to_pending(open_socket, board):
@@ -170,7 +170,12 @@ async def test_a_persons_action_on_the_board_page_reaches_open_sockets(
     assert 'data-owner="bob"' in frame
 
 
-async def test_a_boards_changes_never_reach_another_boards_socket(open_socket, board, other_board):
+async def test_a_boards_changes_never_reach_another_boards_socket(
+    open_socket, person, board, other_board
+):
+    await database_sync_to_async(Membership.objects.create)(
+        board=other_board, user=person, role=Role.VIEWER
+    )
     watching_other = await connected_at_current_seq(open_socket, other_board)
     watching_team = await connected_at_current_seq(open_socket, board)
 
@@ -199,7 +204,7 @@ async def test_reconnecting_with_seq_gets_the_cards_it_missed(open_socket, board
     assert 'data-task-id="2"' in frame
     assert 'data-task-id="3"' in frame
     assert 'id="task-1"' not in frame
-    assert seq_in(frame) == 3
+    assert seq_in(frame) == 4
 
 
 async def test_reconnecting_with_the_current_seq_gets_nothing(open_socket, board):

@@ -124,7 +124,7 @@ def server(tmp_path: Path) -> Iterator[tuple[Server, str]]:
         "from django.contrib.auth import get_user_model\n"
         "from django.core.management import call_command\n"
         "call_command('migrate', interactive=False, verbosity=0)\n"
-        f"get_user_model().objects.create_user({USERNAME!r}, password={PASSWORD!r})\n"
+        f"get_user_model().objects.create_superuser({USERNAME!r}, password={PASSWORD!r})\n"
         f"call_command('createboard', {SLUG!r}, name='Demo test')\n"
         f"call_command('issuetoken', {SLUG!r}, 'observer', team=True)\n",
     )

@@ -3,6 +3,7 @@
 import pytest
 
 from boards import events, services
+from boards.errors import Conflict
 from boards.models import Event, Task
 from tests.factories import make_task
 
@@ -26,26 +27,36 @@ def test_completing_a_blocker_records_status_and_unblocked_events(board):
     assert new[0].data == {"fields": {"status": {"from": "pending", "to": "completed"}}}
 
 
+def test_creating_a_board_records_its_first_event(db, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        board = services.board_create(slug="fresh", name="Fresh", actor="pat")
+    event = Event.objects.get(board=board)
+    assert (event.seq, event.kind, event.actor) == (1, "board_created", "pat")
+    assert event.data == {"slug": "fresh", "name": "Fresh"}
+    assert len(callbacks) == 1
+
+
 def test_event_sequence_is_per_board_and_gapless(board, other_board):
     make_task(board, "A")
     make_task(other_board, "X")
     make_task(board, "B")
-    assert list(Event.objects.filter(board=board).values_list("seq", flat=True)) == [1, 2]
-    assert list(Event.objects.filter(board=other_board).values_list("seq", flat=True)) == [1]
+    # Event 1 of each board is its creation.
+    assert list(Event.objects.filter(board=board).values_list("seq", flat=True)) == [1, 2, 3]
+    assert list(Event.objects.filter(board=other_board).values_list("seq", flat=True)) == [1, 2]
 
 
 def test_claim_records_a_claimed_event_and_noop_records_nothing(board):
     make_task(board, "A")
     services.task_claim(board=board, agent="alice", task_id="1")
     services.task_claim(board=board, agent="alice", task_id="1")
-    assert kinds(board) == [("created", 1), ("claimed", 1)]
+    assert kinds(board) == [("board_created", None), ("created", 1), ("claimed", 1)]
 
 
 def test_refused_write_records_nothing(board):
     make_task(board, "A")
     make_task(board, "B", blocked_by=["1"])
     before = kinds(board)
-    with pytest.raises(services.Conflict):
+    with pytest.raises(Conflict):
         services.task_claim(board=board, agent="alice", task_id="2")
     assert kinds(board) == before
 
@@ -81,7 +92,7 @@ def test_a_failing_broadcast_does_not_fail_the_write(
 def test_reset_records_a_reset_event_and_keeps_the_log(board):
     make_task(board, "A")
     services.board_reset(board=board, actor="pat")
-    assert kinds(board) == [("created", 1), ("reset", None)]
+    assert kinds(board) == [("board_created", None), ("created", 1), ("reset", None)]
 
 
 def test_only_changes_that_can_move_counts_rerender_the_header(

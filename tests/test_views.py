@@ -12,7 +12,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from boards import services
-from boards.models import AgentToken, Board, Event, Message, Task, hash_token
+from boards.models import AgentToken, Board, Event, Membership, Message, Role, Task, hash_token
 from tests.factories import make_board, make_task, make_token
 
 HTMX = {"HX-Request": "true"}
@@ -135,13 +135,16 @@ def test_root_redirects_to_the_board_list(person_client):
     assert response.url == "/boards/"
 
 
-def test_board_list_shows_each_boards_done_over_total(person_client, board, other_board):
+def test_board_list_shows_each_boards_done_over_total(person, person_client, board, other_board):
     for subject in ("One", "Two", "Three"):
         make_task(board, subject)
     set_status(board, 1, "completed")
     set_status(board, 2, "completed")
-    make_board("quiet", "Quiet board")
+    quiet = make_board("quiet", "Quiet board")
+    make_board("secret", "Not pat's")  # pat is no member: not listed
     make_task(other_board, "Elsewhere")
+    for joined in (other_board, quiet):
+        Membership.objects.create(board=joined, user=person, role=Role.VIEWER)
     response = person_client.get("/boards/")
     assert response.status_code == 200
     found = re.findall(r'href="/boards/([\w-]+)/".*?Tasks (\d+/\d+)', page(response), re.DOTALL)
@@ -558,9 +561,12 @@ def call_task_list(token: str):
 
 
 def test_tokens_page_issues_a_token_shown_once_and_stores_only_its_hash(person_client, board):
-    response = person_client.post("/boards/team/tokens/", {"agent": "carol"})
-
+    posted = person_client.post("/boards/team/tokens/", {"agent": "carol"})
+    # Post/redirect/get: a reload never issues a second token, and the page is not cached.
+    assert (posted.status_code, posted.url) == (302, "/boards/team/tokens/")
+    response = person_client.get(posted.url)
     assert response.status_code == 200
+    assert "no-store" in response["Cache-Control"]
     match = re.search(r'<pre id="new-token">([^<]+)</pre>', page(response))
     assert match
     raw = match.group(1)
@@ -576,8 +582,9 @@ def test_tokens_page_issues_a_token_shown_once_and_stores_only_its_hash(person_c
 
 
 def test_tokens_page_issues_a_team_token(person_client, board):
-    response = person_client.post("/boards/team/tokens/", {"team": "1"})
+    response = person_client.post("/boards/team/tokens/", {"team": "1"}, follow=True)
     assert response.status_code == 200
+    assert re.search(r'<pre id="new-token">ak_', page(response))
     stored = AgentToken.objects.get(board=board)
     assert (stored.agent, stored.is_team) == ("", True)
 
@@ -681,8 +688,9 @@ def fill_board(board: Board, count: int) -> None:
         services.agent_seen(board=board, agent=agent)
 
 
-def test_board_page_costs_the_same_queries_for_10_and_500_tasks(person_client, board):
+def test_board_page_costs_the_same_queries_for_10_and_500_tasks(person, person_client, board):
     big = make_board("big", "Big board")
+    Membership.objects.create(board=big, user=person, role=Role.ADMIN)
     fill_board(board, 10)
     fill_board(big, 500)
     assert Task.objects.filter(board=big).count() == 500

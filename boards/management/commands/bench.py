@@ -291,7 +291,7 @@ class Command(BaseCommand):
             "shell",
             "-c",
             "from django.contrib.auth.models import User; "
-            "User.objects.create_user('bench', password='bench-pass-1')",
+            "User.objects.create_superuser('bench', password='bench-pass-1')",
         )
 
     def board(self, server: Server, slug: str, *, team: bool = False) -> Agent:

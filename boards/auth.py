@@ -1,0 +1,76 @@
+"""Who is calling: an agent token (bound to one agent, or a team token naming its agent).
+
+One function for every agent door (the tool endpoint, MCP): ``authenticate``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from django.contrib.auth import get_user_model
+
+from . import selectors, services
+from .errors import InvalidInput, PermissionDenied, Unauthorized
+from .models import AgentToken, Board, agent_name_problem, hash_token
+
+
+@dataclass
+class Caller:
+    """An authenticated agent on its board."""
+
+    board: Board
+    agent: str
+    token_id: int | None = None
+
+
+def authenticate(headers: Mapping[str, str], board_slug: str) -> Caller:
+    """The caller named by a request's headers (a case-insensitive mapping).
+
+    ``Authorization: Bearer <token>``; a team token names its agent in
+    ``X-Agent``: a plain name (``models.agent_name_problem``) that is neither an
+    agent with a token of its own nor a person. The agent is marked seen on the
+    board's roster.
+    """
+    board = selectors.board_get(board_slug)
+    header = headers.get("Authorization", "")
+    scheme, _, raw = header.partition(" ")
+    if scheme.lower() != "bearer" or not raw.strip():
+        raise Unauthorized("Send the board's token as 'Authorization: Bearer <token>'")
+    token = AgentToken.objects.filter(token_hash=hash_token(raw.strip())).first()
+    if token is None:
+        raise Unauthorized("Unknown token")
+    if token.board_id != board.pk:
+        raise PermissionDenied("This token belongs to another board")
+    if token.revoked_at is not None:
+        raise PermissionDenied("This token has been revoked", code="token_revoked")
+    if token.is_team:
+        agent = headers.get("X-Agent", "").strip()
+        if not agent:
+            raise InvalidInput(
+                "A team token needs the agent's name in the X-Agent header",
+                details=[{"field": "X-Agent", "message": "required"}],
+            )
+        _check_team_name(board, agent)
+    else:
+        agent = token.agent
+    services.agent_seen(board=board, agent=agent, token=token)
+    return Caller(board=board, agent=agent, token_id=token.pk)
+
+
+def _check_team_name(board: Board, agent: str) -> None:
+    problem = agent_name_problem(agent)
+    if problem is not None:
+        raise InvalidInput(
+            f"X-Agent: {problem}", details=[{"field": "X-Agent", "message": problem}]
+        )
+    if AgentToken.objects.filter(board=board, agent=agent, revoked_at__isnull=True).exists():
+        raise PermissionDenied(
+            f"X-Agent: {agent!r} has a token of its own; a team token cannot act as it",
+            code="identity_taken",
+        )
+    if get_user_model().objects.filter(username__iexact=agent).exists():
+        raise PermissionDenied(
+            f"X-Agent: {agent!r} is a person's name; agents cannot act as people",
+            code="identity_taken",
+        )

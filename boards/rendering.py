@@ -1,0 +1,147 @@
+"""The board as HTML: the page's context, its header, and the fragments pushed to open boards.
+
+The same partials (``boards/board.html#card`` …) render the full page, the htmx
+answers and the WebSocket pushes, so a card looks the same whichever way it
+arrives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.conf import settings
+from django.template.loader import render_to_string
+
+from . import selectors
+from .models import Board, Status
+
+COLUMN_TITLES = {
+    "pending": "Pending",
+    "in_progress": "In progress",
+    "blocked": "Blocked",
+    "completed": "Completed",
+}
+# Where a card dropped on a column goes (Blocked is derived, so it is no drop target).
+DROP_STATUS = {
+    "pending": Status.PENDING,
+    "in_progress": Status.IN_PROGRESS,
+    "completed": Status.COMPLETED,
+}
+
+
+def stale_agents(roster: list[dict[str, Any]]) -> set[str]:
+    return {row["name"] for row in roster if row["stale"]}
+
+
+def board_context(board: Board) -> dict[str, Any]:
+    """Everything the full board page shows."""
+    # The sequence is read before the tasks, so the page is at least as new as it says.
+    seq = Board.objects.filter(pk=board.pk).values_list("last_seq", flat=True).get()
+    snapshot = selectors.board_snapshot(board)
+    counts = snapshot.counts()
+    columns: dict[str, list[selectors.TaskView]] = {key: [] for key in COLUMN_TITLES}
+    for view in snapshot.ordered():
+        columns[view.column].append(view)
+    roster = selectors.roster(board)
+    owners = sorted(
+        {v.task.owner for v in snapshot.views.values() if v.task.owner}
+        | {r["name"] for r in roster}
+    )
+    return {
+        "board": board,
+        "seq": seq,
+        "counts": counts,
+        "total": len(snapshot.views),
+        "done": counts["completed"],
+        "columns": [
+            {"key": key, "title": title, "views": columns[key], "count": len(columns[key])}
+            for key, title in COLUMN_TITLES.items()
+        ],
+        # The same order as the pushed strip: oldest request first.
+        "approvals": selectors.approval_requests(board),
+        "roster": roster,
+        "stale": stale_agents(roster),
+        "owners": owners,
+        "idle_seconds": settings.KANBAN_AGENT_IDLE_SECONDS,
+    }
+
+
+def header_context(board: Board) -> dict[str, Any]:
+    """The header's parts (summary, counts, approvals, roster) without loading the tasks."""
+    counts = selectors.board_counts(board)
+    total = sum(
+        counts[k] for k in ("pending", "blocked", "in_progress", "completed", "failed", "cancelled")
+    )
+    column_counts = {
+        "pending": counts["pending"],
+        "in_progress": counts["in_progress"],
+        "blocked": counts["blocked"],
+        "completed": counts["completed"] + counts["failed"] + counts["cancelled"],
+    }
+    return {
+        "board": board,
+        "counts": counts,
+        "total": total,
+        "done": counts["completed"],
+        "columns": [
+            {"key": key, "title": title, "count": column_counts[key]}
+            for key, title in COLUMN_TITLES.items()
+        ],
+        "approvals": selectors.approval_requests(board),
+        "roster": selectors.roster(board),
+        "oob": True,
+    }
+
+
+def header_parts(context: dict[str, Any]) -> dict[str, str]:
+    """The board's header pieces by element id, each pushed only when it changed."""
+    parts: dict[str, str] = {
+        "board-summary": render_to_string("boards/board.html#summary", context),
+        "approvals": render_to_string("boards/board.html#approvals", context),
+        "roster": render_to_string("boards/roster.html", context),
+    }
+    for col in context["columns"]:
+        parts[f"count-{col['key']}"] = render_to_string(
+            "boards/board.html#count", {**context, "col": col}
+        )
+    return parts
+
+
+def board_fragments(
+    board_id: int, numbers: Iterable[int], *, full: bool = False, header: bool = True
+) -> dict[str, Any]:
+    """Fragments that bring an open board up to date for the given task numbers.
+
+    Each card fragment deletes the card wherever it is and appends the new
+    rendering to the column it belongs in now (the page keeps each column in
+    number order), so applying it twice or out of place is harmless.
+    """
+    board = Board.objects.get(pk=board_id)
+    if full:
+        page = board_context(board)
+        page["oob"] = True
+        body = render_to_string("boards/board.html#board-body", page)
+        return {"seq": page["seq"], "full": body, "cards": {}, "header": {}}
+    seq = board.last_seq
+    numbers = sorted(set(numbers))
+    views = selectors.task_views(board, numbers, with_children=False)
+    # Without a header re-render, cards carry no stale mark: the page sets it from the roster.
+    context = header_context(board) if header else None
+    stale = stale_agents(context["roster"]) if context else set()
+    cards: dict[str, str] = {}
+    for number in numbers:
+        html = f'<div id="task-{number}" hx-swap-oob="delete"></div>'
+        view = views.get(number)
+        if view is not None:
+            card = render_to_string(
+                "boards/board.html#card", {"board": board, "view": view, "stale": stale}
+            )
+            html += f'<template hx-swap-oob="beforeend:#cards-{view.column}">{card}</template>'
+        cards[str(number)] = html
+    return {
+        "seq": seq,
+        "cards": cards,
+        "header": header_parts(context) if context else {},
+        "full": None,
+    }

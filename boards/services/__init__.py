@@ -1,0 +1,53 @@
+"""THE write path of Agent Kanban.
+
+Every change from every door (tool API, MCP, board views, admin, commands) goes
+through a function re-exported here. Each runs in one unit of work
+(``work.unit_of_work``: one transaction, the board's row locked, Events
+recorded, published after commit). The modules, by noun:
+
+- ``work``: the unit of work, ``Outcome``, the shared input checks;
+- ``lifecycle``: the task state machine, every status rule and the approval gate;
+- ``graph``: references, dependency edges, cycles, parents;
+- ``tasks``, ``approvals``, ``boards``, ``members``, ``messages``, ``agents``: the services.
+"""
+
+from .agents import agent_remove, agent_seen, token_issue, token_revoke
+from .approvals import approval_decide, approval_request, approval_require
+from .boards import board_create, board_reset
+from .members import member_remove, member_set
+from .messages import inbox_read, message_send
+from .tasks import (
+    task_batch,
+    task_claim,
+    task_claim_next,
+    task_create,
+    task_delete,
+    task_reassign,
+    task_update,
+)
+from .work import UNSET, Outcome
+
+__all__ = [
+    "UNSET",
+    "Outcome",
+    "agent_remove",
+    "agent_seen",
+    "approval_decide",
+    "approval_request",
+    "approval_require",
+    "board_create",
+    "board_reset",
+    "inbox_read",
+    "member_remove",
+    "member_set",
+    "message_send",
+    "task_batch",
+    "task_claim",
+    "task_claim_next",
+    "task_create",
+    "task_delete",
+    "task_reassign",
+    "task_update",
+    "token_issue",
+    "token_revoke",
+]

@@ -1,0 +1,89 @@
+"""Agents and their tokens: the roster, issuing and revoking API tokens."""
+
+from __future__ import annotations
+
+import secrets
+from datetime import timedelta
+
+from django.conf import settings
+from django.utils import timezone
+
+from .. import events
+from ..errors import InvalidInput, NotFound, TooManyRequests
+from ..models import Agent, AgentToken, Board, agent_name_problem, hash_token
+from .work import unit_of_work
+
+
+def agent_seen(
+    *, board: Board, agent: str, token: AgentToken | None = None, min_interval: float = 5.0
+) -> bool:
+    """Note that ``agent`` called the board's API; True when the roster changed.
+
+    Writes at most once per ``min_interval`` seconds per agent, so a busy agent
+    does not turn every read into a write. A team token may put at most
+    ``KANBAN_TEAM_AGENT_LIMIT`` names on the roster (429 beyond), so invented
+    names cannot grow the board without bound.
+    """
+    now = timezone.now()
+    changed = bool(
+        Agent.objects.filter(
+            board=board, name=agent, last_seen__lt=now - timedelta(seconds=min_interval)
+        ).update(last_seen=now)
+    )
+    if not changed and not Agent.objects.filter(board=board, name=agent).exists():
+        team = token if token is not None and token.is_team else None
+        limit = settings.KANBAN_TEAM_AGENT_LIMIT
+        if team is not None and Agent.objects.filter(token=team).count() >= limit:
+            raise TooManyRequests(
+                f"This team token has put {limit} agent names on the board, its limit; "
+                "reuse a name, or ask a board admin to remove agents from the roster",
+                code="too_many_agents",
+            )
+        _, changed = Agent.objects.get_or_create(
+            board=board, name=agent, defaults={"last_seen": now, "token": team}
+        )
+    if changed:
+        # The roster lives in the board's header: re-render it on every open board.
+        events.publish(board, [], ())
+    return changed
+
+
+def token_issue(*, board: Board, agent: str = "", team: bool = False, created_by: str = "") -> str:
+    """Issue an API token for the board; the raw token is returned once and never stored."""
+    agent = "" if team else (agent or "").strip()
+    if not team:
+        if not agent:
+            raise InvalidInput("agent: a token is bound to an agent name, or is a team token")
+        problem = agent_name_problem(agent)
+        if problem is not None:
+            raise InvalidInput(f"agent: {problem}", details=[{"field": "agent"}])
+    raw = "ak_" + secrets.token_urlsafe(32)
+    AgentToken.objects.create(
+        board=board,
+        agent=agent,
+        is_team=team,
+        token_hash=hash_token(raw),
+        prefix=raw[:10],
+        created_by=created_by,
+    )
+    return raw
+
+
+def token_revoke(*, board: Board, token_id: int) -> AgentToken:
+    """Revoke a token of the board (idempotent); its next call answers 403."""
+    token = AgentToken.objects.filter(board=board, pk=token_id).first()
+    if token is None:
+        raise NotFound("Token not found", code="token_not_found")
+    if token.revoked_at is None:
+        AgentToken.objects.filter(pk=token.pk).update(revoked_at=timezone.now())
+        token.refresh_from_db()
+    return token
+
+
+def agent_remove(*, board: Board, name: str, actor: str) -> None:
+    """Take an agent off the board's roster (a person's decision); its tasks keep their owner."""
+    with unit_of_work(board, actor, person=True) as work:
+        removed, _ = Agent.objects.filter(board=work.board, name=name).delete()
+        if not removed:
+            raise NotFound(f"No agent {name[:64]!r} on this board", code="agent_not_found")
+        work.record("agent_removed", None, name=name)

@@ -1,0 +1,39 @@
+"""Approvals (seed 001's confirmation): agents ask, people decide. The rules are ``lifecycle``'s."""
+
+from __future__ import annotations
+
+from ..models import ApprovalState, Board
+from . import lifecycle
+from .work import Outcome, text, unit_of_work
+
+
+def approval_request(*, board: Board, agent: str, task_id: str | int, reason: str) -> Outcome:
+    """An agent asks a person before doing something on a task ("about to run the migration")."""
+    reason = text("reason", reason, 2000, required=True)
+    with unit_of_work(board, agent) as work:
+        task = work.task(task_id)
+        lifecycle.request_approval(work, task, reason)
+    return Outcome(task.number, work.changes)
+
+
+def approval_decide(
+    *, board: Board, person: str, task_id: str | int, approve: bool, note: str = ""
+) -> Outcome:
+    """A person approves or denies a pending request (``lifecycle.decide``)."""
+    note = text("note", note or "", 2000)
+    with unit_of_work(board, person, person=True) as work:
+        task = work.task(task_id)
+        lifecycle.decide(work, task, approve=approve, note=note)
+    return Outcome(task.number, work.changes)
+
+
+def approval_require(*, board: Board, person: str, task_id: str | int, required: bool) -> Outcome:
+    """A person marks a task as needing approval before it starts (or lifts that)."""
+    with unit_of_work(board, person, person=True) as work:
+        task = work.task(task_id)
+        if task.approval_required != required:
+            task.approval_required = required
+            if not required and task.approval_state == ApprovalState.REQUESTED:
+                task.approval_state = ApprovalState.NONE
+            work.save_task(task, "updated", fields={"approvalRequired": {"to": required}})
+    return Outcome(task.number, work.changes)

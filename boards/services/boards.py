@@ -1,0 +1,43 @@
+"""Boards: creation and reset."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_slug
+from django.db import transaction
+
+from ..errors import Conflict, InvalidInput
+from ..models import Board, Task
+from .work import Outcome, text, unit_of_work
+
+SLUG_MAX = 64
+
+
+def board_create(*, slug: str, name: str = "", actor: str = "system") -> Board:
+    """A new, empty board; its first event records who made it."""
+    slug = slug.strip()
+    if not slug or len(slug) > SLUG_MAX:
+        raise InvalidInput(f"slug: 1 to {SLUG_MAX} characters")
+    try:
+        validate_slug(slug)
+    except ValidationError as exc:
+        raise InvalidInput("slug: letters, numbers, hyphens or underscores only") from exc
+    name = text("name", name or slug, 200, required=True)
+    with transaction.atomic():
+        if Board.objects.filter(slug=slug).exists():
+            raise Conflict(f"Board {slug!r} already exists", code="exists")
+        board = Board.objects.create(slug=slug, name=name)
+        with unit_of_work(board, actor, person=True) as work:
+            work.record("board_created", None, slug=slug, name=name)
+    return board
+
+
+def board_reset(*, board: Board, actor: str) -> Outcome:
+    """Delete every task of the board and restart numbering at 1. The event log stays."""
+    with unit_of_work(board, actor, person=True) as work:
+        Task.objects.filter(board=work.board).delete()
+        work.board.task_counter = 0
+        work.blocked_before = set()  # nothing is left to report as unblocked
+        work.reset = True
+        work.record("reset", None)
+    return Outcome(None, work.changes)

@@ -1,0 +1,268 @@
+"""The task life as one state machine: every status change from every door comes here.
+
+TaskUpdate, TaskClaim and claim-next, TaskBatch, the seed dialects, MCP, the
+board's buttons and drag and drop, admin actions, approval decisions and deletes
+all move a task through the functions below, so each rule is written once:
+
+- ``TRANSITIONS`` lists the status changes that exist at all;
+- ``check_status`` holds every precondition of a change (terminal, blocked, the
+  approval gate), ``set_status`` applies one;
+- ``claim``, ``request_approval`` and ``decide`` are the claim and approval
+  paths of SPEC §3.4–3.5, ``check_delete`` and ``check_reassign`` the rest.
+
+Agents and people differ in one way: the approval gate binds agents. A gated
+task that is not approved cannot be completed, failed or deleted by an agent,
+and a denial is final for agents (SPEC §8). Every refusal is a 409 ``Conflict``
+whose code names the rule and whose message names the task.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import Conflict, InvalidInput
+from ..models import TERMINAL_STATUSES, ApprovalState, Status, Task
+from .graph import open_blockers
+from .work import Outcome, Work, shown
+
+# Status changes that exist at all; a finished task must be reopened (pending) to start again.
+TRANSITIONS: dict[str, frozenset[str]] = {
+    Status.PENDING: frozenset(
+        {Status.IN_PROGRESS, Status.COMPLETED, Status.FAILED, Status.CANCELLED}
+    ),
+    Status.IN_PROGRESS: frozenset(
+        {Status.PENDING, Status.COMPLETED, Status.FAILED, Status.CANCELLED}
+    ),
+    Status.COMPLETED: frozenset({Status.PENDING, Status.FAILED, Status.CANCELLED}),
+    Status.FAILED: frozenset({Status.PENDING, Status.COMPLETED, Status.CANCELLED}),
+    Status.CANCELLED: frozenset({Status.PENDING, Status.COMPLETED, Status.FAILED}),
+}
+# What an agent may not do to a gated task that no person has approved.
+GATED_FOR_AGENTS = frozenset({Status.COMPLETED, Status.FAILED})
+# Changing these re-asks an approval: it was given for the task as it was.
+APPROVED_CONTENT = frozenset({"subject", "description", "prompt", "metadata"})
+
+
+def _refuse(task: Task, code: str, reason: str, **details: Any) -> Conflict:
+    return Conflict(f"Task #{task.number} {reason}", code=code, details=details or None)
+
+
+def _check_not_blocked(task: Task) -> None:
+    blockers = open_blockers(task)
+    if blockers:
+        raise _refuse(
+            task,
+            "blocked",
+            "is blocked by " + ", ".join(f"#{n}" for n in blockers),
+            blockedBy=[str(n) for n in blockers],
+        )
+
+
+def _check_gate(work: Work, task: Task, action: str) -> None:
+    """The approval gate as it binds agents: ``action`` is a status or ``"deleted"``."""
+    if work.person:
+        return
+    if task.approval_state == ApprovalState.DENIED:
+        note = f": {task.approval_note}" if task.approval_note else ""
+        raise _refuse(
+            task,
+            "approval_denied",
+            f"was denied by {task.approval_decided_by}{note}; only a person can reopen it",
+            decidedBy=task.approval_decided_by,
+        )
+    gated = task.approval_required and task.approval_state != ApprovalState.APPROVED
+    if gated and (action in GATED_FOR_AGENTS or action == "deleted"):
+        if task.approval_state == ApprovalState.REQUESTED:
+            raise _refuse(
+                task,
+                "awaiting_approval",
+                f"awaits approval requested by {task.approval_requested_by}; "
+                "a person must decide before it can be finished or deleted",
+                requestedBy=task.approval_requested_by,
+            )
+        raise _refuse(
+            task,
+            "approval_required",
+            "needs a person's approval; claim it with TaskClaim to ask for it",
+        )
+
+
+def _check_may_start(task: Task) -> None:
+    """In progress needs: no unfinished blocker, and an approval when the task is gated."""
+    _check_not_blocked(task)
+    if task.approval_required and task.approval_state != ApprovalState.APPROVED:
+        if task.approval_state == ApprovalState.REQUESTED:
+            raise _refuse(
+                task,
+                "awaiting_approval",
+                f"awaits approval requested by {task.approval_requested_by}",
+                requestedBy=task.approval_requested_by,
+            )
+        raise _refuse(
+            task,
+            "approval_required",
+            "needs a person's approval before it starts; "
+            "claim it with TaskClaim to ask for approval",
+        )
+
+
+def check_status(work: Work, task: Task, status: str) -> None:
+    """Every precondition of moving ``task`` to ``status`` by the unit of work's actor."""
+    if status not in TRANSITIONS:
+        raise InvalidInput(f"status: unknown status {status[:40]!r}", details=[{"field": "status"}])
+    if status not in TRANSITIONS[task.status]:
+        raise _refuse(task, "terminal", f"is {task.status}; reopen it (status pending) first")
+    _check_gate(work, task, status)
+    if status == Status.IN_PROGRESS:
+        _check_may_start(task)
+
+
+def set_status(work: Work, task: Task, status: str) -> dict[str, Any]:
+    """Move ``task`` to ``status`` (unsaved; the caller stores it with its other changes).
+
+    Returns the diff entries: the status, and the approval it clears on a reopen.
+    """
+    check_status(work, task, status)
+    work.graph_may_change()
+    work.restatused.add(task.number)
+    if Status.COMPLETED in (status, task.status):
+        # Dependents show "blocked by" only unfinished blockers: their cards change too.
+        work.touched.update(task.blocks.values_list("number", flat=True))
+    diff: dict[str, Any] = {"status": {"from": task.status, "to": status}}
+    reopened = task.status in TERMINAL_STATUSES and status not in TERMINAL_STATUSES
+    task.status = status
+    task.completed_at = work.now if status in TERMINAL_STATUSES else None
+    if reopened:
+        diff.update(_clear_approval(work, task, "reopened"))
+    return diff
+
+
+def _clear_approval(work: Work, task: Task, why: str) -> dict[str, Any]:
+    """Forget a decision: it was for the task as it was, so the next claim asks again."""
+    if task.approval_state not in (ApprovalState.APPROVED, ApprovalState.DENIED):
+        return {}
+    before = task.approval_state
+    task.approval_state = ApprovalState.NONE
+    work.record("approval_cleared", task.number, reason=why, version=task.version + 1)
+    return {"approval": {"from": before, "to": ApprovalState.NONE}}
+
+
+def content_changed(work: Work, task: Task, fields: set[str]) -> dict[str, Any]:
+    """An approved task whose approved content (subject, description, prompt,
+    metadata) changed loses its approval: a person approved what it was."""
+    changed = sorted(fields & APPROVED_CONTENT)
+    if task.approval_state == ApprovalState.APPROVED and changed:
+        return _clear_approval(work, task, ", ".join(changed) + " changed")
+    return {}
+
+
+def check_delete(work: Work, task: Task) -> None:
+    _check_gate(work, task, "deleted")
+
+
+def check_reassign(work: Work, task: Task) -> None:
+    """A new owner is for work that can still be done: not finished, not blocked."""
+    if task.status in TERMINAL_STATUSES:
+        raise _refuse(task, "terminal", f"is {task.status}")
+    _check_not_blocked(task)
+
+
+def _start(work: Work, task: Task, owner: str) -> dict[str, Any]:
+    diff = {
+        "owner": {"from": task.owner, "to": owner},
+        "status": {"from": task.status, "to": Status.IN_PROGRESS},
+    }
+    task.owner = owner
+    task.status = Status.IN_PROGRESS
+    return diff
+
+
+def claim(work: Work, task: Task) -> Outcome:
+    """The work's actor (an agent) takes ``task`` and starts it, or asks for its approval.
+
+    Refused when the task is finished, owned by someone else, blocked, or awaits
+    another agent's approval request. Claiming one's own in-progress task again
+    changes nothing.
+    """
+    agent = work.actor
+    if task.status in TERMINAL_STATUSES:
+        raise _refuse(task, "terminal", f"is {task.status}")
+    if task.owner and task.owner != agent:
+        raise _refuse(task, "owned", f"is owned by {task.owner}")
+    _check_not_blocked(task)
+    if task.owner == agent and task.status == Status.IN_PROGRESS:
+        return Outcome(task.number, [])
+    if task.approval_required and task.approval_state != ApprovalState.APPROVED:
+        if task.approval_state == ApprovalState.REQUESTED:
+            if task.approval_requested_by != agent:
+                raise _refuse(
+                    task,
+                    "awaiting_approval",
+                    f"awaits approval requested by {task.approval_requested_by}",
+                    requestedBy=task.approval_requested_by,
+                )
+            return Outcome(task.number, [], awaiting_approval=True)
+        _check_gate(work, task, Status.IN_PROGRESS)  # a denied task stays denied
+        request_approval(work, task, "claimed; waiting for approval before starting")
+        return Outcome(task.number, work.changes, awaiting_approval=True)
+    work.save_task(task, "claimed", fields=_start(work, task, agent))
+    return Outcome(task.number, work.changes)
+
+
+def request_approval(work: Work, task: Task, reason: str) -> None:
+    """Record the actor's request for a person's approval of ``task``."""
+    if task.status in TERMINAL_STATUSES:
+        raise _refuse(task, "terminal", f"is {task.status}")
+    if task.approval_state == ApprovalState.REQUESTED and task.approval_requested_by != work.actor:
+        raise _refuse(
+            task,
+            "awaiting_approval",
+            f"awaits approval requested by {task.approval_requested_by}",
+            requestedBy=task.approval_requested_by,
+        )
+    task.approval_state = ApprovalState.REQUESTED
+    task.approval_requested_by = work.actor
+    task.approval_requested_at = work.now
+    task.approval_reason = reason
+    task.approval_decided_by = ""
+    task.approval_decided_at = None
+    task.approval_note = ""
+    task.approval_version = None
+    work.save_task(
+        task,
+        "approval_requested",
+        change="approval_requested",
+        reason=shown(reason),
+        version=task.version + 1,
+    )
+
+
+def decide(work: Work, task: Task, *, approve: bool, note: str) -> None:
+    """A person's decision on a pending request.
+
+    Approving lets the requester's claim go through (owner + in progress) when
+    the task can start; denying cancels the task with the note.
+    """
+    if task.approval_state != ApprovalState.REQUESTED or task.status in TERMINAL_STATUSES:
+        raise _refuse(task, "not_awaiting_approval", "is not awaiting approval")
+    requester = task.approval_requested_by
+    task.approval_state = ApprovalState.APPROVED if approve else ApprovalState.DENIED
+    task.approval_decided_by = work.actor
+    task.approval_decided_at = work.now
+    task.approval_note = note
+    task.approval_version = task.version + 1  # the version this save gives the task
+    fields: dict[str, Any] = {"requestedBy": requester}
+    if approve:
+        starts = (
+            task.status == Status.PENDING
+            and task.owner in ("", requester)
+            and not open_blockers(task)
+        )
+        if starts:
+            fields.update(_start(work, task, requester))
+    else:
+        fields["status"] = {"from": task.status, "to": Status.CANCELLED}
+        task.status = Status.CANCELLED
+        task.completed_at = work.now
+    kind = "approved" if approve else "denied"
+    work.save_task(task, kind, change=kind, note=note, fields=fields, version=task.approval_version)

@@ -1,0 +1,33 @@
+"""Board membership: who among people may see and act on a board, and as what."""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+
+from ..errors import InvalidInput, NotFound
+from ..models import Board, Membership, Role
+from .work import unit_of_work
+
+
+def member_set(*, board: Board, username: str, role: str, actor: str) -> Membership:
+    """Give a person a role on the board (adding them, or changing their role)."""
+    if role not in Role.values:
+        raise InvalidInput(f"role: one of {', '.join(Role.values)}", details=[{"field": "role"}])
+    user = get_user_model().objects.filter(username=username.strip()).first()
+    if user is None:
+        raise NotFound(f"No person called {username[:150]!r}", code="user_not_found")
+    with unit_of_work(board, actor, person=True) as work:
+        membership, _ = Membership.objects.update_or_create(
+            board=work.board, user=user, defaults={"role": role}
+        )
+        work.record("member", None, person=user.get_username(), role=role)
+    return membership
+
+
+def member_remove(*, board: Board, username: str, actor: str) -> None:
+    """Take a person off the board: they no longer see it."""
+    with unit_of_work(board, actor, person=True) as work:
+        removed, _ = Membership.objects.filter(board=work.board, user__username=username).delete()
+        if not removed:
+            raise NotFound(f"{username[:150]!r} is not a member", code="member_not_found")
+        work.record("member", None, person=username, role=None)

@@ -1,0 +1,37 @@
+"""Messages from people to agents, queued until the agent reads its inbox."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from ..models import Board, Message
+from .work import NAME_MAX, shown, text, unit_of_work
+
+
+def message_send(
+    *, board: Board, sender: str, recipient: str, body: str, task_id: str | int | None = None
+) -> Message:
+    """Queue a person's message for an agent, optionally about a task."""
+    recipient = text("recipient", recipient, NAME_MAX, required=True)
+    body = text("body", body, 10_000, required=True)
+    with unit_of_work(board, sender, person=True) as work:
+        number = work.task(task_id).number if task_id is not None and task_id != "" else None
+        message = Message.objects.create(
+            board=work.board, recipient=recipient, sender=sender, task_number=number, body=body
+        )
+        work.record("message", number, to=recipient, body=shown(body))
+    return message
+
+
+def inbox_read(*, board: Board, agent: str, ack: bool = False) -> list[Message]:
+    """The agent's unread messages, oldest first; ``ack`` marks them read."""
+    with transaction.atomic():
+        messages = list(
+            Message.objects.filter(board=board, recipient=agent, read_at__isnull=True).order_by(
+                "created_at", "id"
+            )
+        )
+        if ack and messages:
+            Message.objects.filter(pk__in=[m.pk for m in messages]).update(read_at=timezone.now())
+    return messages

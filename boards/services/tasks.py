@@ -1,0 +1,403 @@
+"""Tasks: create, update, delete, claim, reassign, batch. Status rules are the state machine's."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from django.db.models import F
+
+from ..errors import Conflict, InvalidInput
+from ..models import ApprovalState, Board, Status, Task
+from ..selectors import blocked_numbers, task_to_dict, task_view
+from . import graph, lifecycle
+from .work import (
+    LONG_TEXT_MAX,
+    NAME_MAX,
+    SUBJECT_MAX,
+    UNSET,
+    Outcome,
+    Work,
+    shown,
+    text,
+    unit_of_work,
+)
+
+METADATA_MAX_KEYS = 100
+METADATA_KEY_MAX = 100
+METADATA_VALUE_MAX = 10_000
+
+# Text fields an update may set: model field → (public name, length limit).
+UPDATABLE_TEXT = {
+    "subject": ("subject", SUBJECT_MAX),
+    "description": ("description", LONG_TEXT_MAX),
+    "active_form": ("activeForm", SUBJECT_MAX),
+    "prompt": ("prompt", LONG_TEXT_MAX),
+    "result": ("result", LONG_TEXT_MAX),
+    "notes": ("notes", LONG_TEXT_MAX),
+    "owner": ("owner", NAME_MAX),
+}
+
+
+def merge_metadata(current: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
+    """Merge key by key; a key set to ``None`` is removed. Values must be primitives."""
+    merged = dict(current)
+    for key, value in patch.items():
+        if not isinstance(key, str) or not key or len(key) > METADATA_KEY_MAX:
+            raise InvalidInput(f"metadata: keys are 1 to {METADATA_KEY_MAX} characters")
+        if value is None:
+            merged.pop(key, None)
+        elif isinstance(value, bool | int | float | str):
+            if isinstance(value, str) and len(value) > METADATA_VALUE_MAX:
+                raise InvalidInput(f"metadata.{key}: at most {METADATA_VALUE_MAX} characters")
+            merged[key] = value
+        else:
+            raise InvalidInput(f"metadata.{key}: values must be strings, numbers, booleans or null")
+    if len(merged) > METADATA_MAX_KEYS:
+        raise InvalidInput(f"metadata: at most {METADATA_MAX_KEYS} keys")
+    return merged
+
+
+def _create(
+    work: Work,
+    *,
+    subject: str,
+    description: str = "",
+    active_form: str = "",
+    metadata: Mapping[str, Any] | None = None,
+    prompt: str = "",
+    requires_approval: bool = False,
+) -> Task:
+    work.board.task_counter += 1
+    task = Task.objects.create(
+        board=work.board,
+        number=work.board.task_counter,
+        subject=text("subject", subject, SUBJECT_MAX, required=True),
+        description=description,
+        active_form=text("activeForm", active_form, SUBJECT_MAX),
+        metadata=merge_metadata({}, metadata or {}),
+        prompt=prompt,
+        created_by=work.actor,
+        approval_required=requires_approval,
+    )
+    work.created.add(task.number)
+    work.record("created", task.number, subject=task.subject)
+    work.change("created", task.number)
+    return task
+
+
+def task_create(
+    *,
+    board: Board,
+    actor: str,
+    subject: str,
+    description: str = "",
+    active_form: str = "",
+    blocked_by: Sequence[str | int] = (),
+    blocks: Sequence[str | int] = (),
+    parent_id: str | int | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    prompt: str = "",
+    requires_approval: bool = False,
+) -> Outcome:
+    """Create a pending task numbered from the board's high-water mark.
+
+    Its blockers, dependents and parent must exist on the board; a new edge
+    that closes a cycle rolls the whole creation back.
+    """
+    with unit_of_work(board, actor) as work:
+        task = _create(
+            work,
+            subject=subject,
+            description=description,
+            active_form=active_form,
+            metadata=metadata,
+            prompt=prompt,
+            requires_approval=requires_approval,
+        )
+        graph.link(work, task, blocked_by=blocked_by, blocks=blocks, parent_id=parent_id)
+    return Outcome(task.number, work.changes)
+
+
+def _check_version(work: Work, task: Task, expected: int | None) -> None:
+    if expected is not None and expected != task.version:
+        raise Conflict(
+            f"Task #{task.number} is at version {task.version}, not {expected}; "
+            "read it again and retry",
+            code="stale_version",
+            details={"task": task_to_dict(task_view(work.board, task.number))},
+        )
+
+
+def _update(
+    work: Work,
+    task: Task,
+    fields: Mapping[str, Any],
+    *,
+    refs: Mapping[str, int] | None = None,
+    kind: str | None = None,
+) -> list[str]:
+    """Apply a partial update to a locked task; returns the public names of changed fields."""
+    _check_version(work, task, fields.get("expected_version"))
+    diff: dict[str, Any] = {}
+
+    for name, (public, limit) in UPDATABLE_TEXT.items():
+        if name in fields and fields[name] is not None:
+            value = text(public, fields[name], limit, required=(name == "subject"))
+            if value != getattr(task, name):
+                diff[public] = {"from": shown(getattr(task, name)), "to": shown(value)}
+                setattr(task, name, value)
+
+    if fields.get("metadata") is not None:
+        merged = merge_metadata(task.metadata, fields["metadata"])
+        if merged != task.metadata:
+            diff["metadata"] = {"from": task.metadata, "to": merged}
+            task.metadata = merged
+
+    if "parent_id" in fields:
+        parent_ref = fields["parent_id"]
+        parent = (
+            None
+            if parent_ref in (None, "")
+            else graph.resolve(work, parent_ref, owner=task, field_name="parent_id", refs=refs)
+        )
+        if (parent.pk if parent else None) != task.parent_id:
+            old_number = task.parent.number if task.parent is not None else None
+            graph.set_parent(work, task, parent)
+            diff["parentId"] = {
+                "from": str(old_number) if old_number else None,
+                "to": str(parent.number) if parent else None,
+            }
+
+    removed = graph.resolve_all(
+        work, fields.get("remove_blocked_by") or (), owner=task, field_name="blocked_by", refs=refs
+    )
+    if graph.remove_blockers(work, task, removed):
+        diff["removeBlockedBy"] = {"to": [str(t.number) for t in removed]}
+    added = graph.resolve_all(
+        work, fields.get("add_blocked_by") or (), owner=task, field_name="blocked_by", refs=refs
+    )
+    dependents = graph.resolve_all(
+        work, fields.get("add_blocks") or (), owner=task, field_name="blocks", refs=refs
+    )
+    graph.add_edges(work, task, added, dependents)
+    if added:
+        diff["addBlockedBy"] = {"to": [str(t.number) for t in added]}
+    if dependents:
+        diff["addBlocks"] = {"to": [str(t.number) for t in dependents]}
+
+    diff.update(lifecycle.content_changed(work, task, set(diff)))
+    status = fields.get("status")
+    if status is not None and status != task.status:
+        diff.update(lifecycle.set_status(work, task, status))
+
+    if not diff:
+        return []
+    work.save_task(task, kind or ("status" if "status" in diff else "updated"), fields=diff)
+    return list(diff)
+
+
+def _delete(work: Work, task: Task) -> None:
+    lifecycle.check_delete(work, task)
+    work.graph_may_change()
+    for child in Task.objects.filter(parent=task):
+        Task.objects.filter(pk=child.pk).update(
+            parent=None, version=F("version") + 1, updated_at=work.now
+        )
+        work.record(
+            "updated", child.number, fields={"parentId": {"from": str(task.number), "to": None}}
+        )
+        work.change("updated", child.number, fields=["parentId"])
+    dependents = list(task.blocks.values_list("number", flat=True))
+    blockers = list(task.blocked_by.values_list("number", flat=True))
+    task.delete()
+    work.deleted.add(task.number)
+    work.touched.update(dependents + blockers)
+    work.record("deleted", task.number, subject=task.subject)
+    work.change("deleted", task.number)
+
+
+def task_update(
+    *,
+    board: Board,
+    actor: str,
+    task_id: str | int,
+    person: bool = False,
+    subject: str | None = None,
+    description: str | None = None,
+    active_form: str | None = None,
+    status: str | None = None,
+    owner: str | None = None,
+    add_blocked_by: Sequence[str | int] = (),
+    remove_blocked_by: Sequence[str | int] = (),
+    add_blocks: Sequence[str | int] = (),
+    parent_id: Any = UNSET,
+    metadata: Mapping[str, Any] | None = None,
+    prompt: str | None = None,
+    result: str | None = None,
+    notes: str | None = None,
+    expected_version: int | None = None,
+) -> Outcome:
+    """Change any of a task's fields; ``status="deleted"`` deletes it.
+
+    Status changes go through the task state machine (``lifecycle``): going to
+    ``in_progress`` fails like a claim would, and agents (``person=False``) are
+    held to the approval gate. Completing a task unblocks its dependents
+    (``auto_unblock`` changes); re-opening a completed one blocks them again
+    (``auto_block``). A stale ``expected_version`` fails with 409 and the
+    current task.
+    """
+    fields: dict[str, Any] = {
+        "subject": subject,
+        "description": description,
+        "active_form": active_form,
+        "status": status,
+        "owner": owner,
+        "add_blocked_by": add_blocked_by,
+        "remove_blocked_by": remove_blocked_by,
+        "add_blocks": add_blocks,
+        "metadata": metadata,
+        "prompt": prompt,
+        "result": result,
+        "notes": notes,
+        "expected_version": expected_version,
+    }
+    if parent_id is not UNSET:
+        fields["parent_id"] = parent_id
+    with unit_of_work(board, actor, person=person) as work:
+        task = work.task(task_id)
+        if status == "deleted":
+            _check_version(work, task, expected_version)
+            _delete(work, task)
+            return_number = None
+        else:
+            _update(work, task, fields)
+            return_number = task.number
+    return Outcome(return_number, work.changes)
+
+
+def task_delete(*, board: Board, actor: str, task_id: str | int, person: bool = False) -> Outcome:
+    """Delete a task and its edges; its number is never given out again (until a reset)."""
+    with unit_of_work(board, actor, person=person) as work:
+        _delete(work, work.task(task_id))
+    return Outcome(None, work.changes)
+
+
+def task_claim(*, board: Board, agent: str, task_id: str | int) -> Outcome:
+    """Atomically make ``agent`` the owner of a task and start it (``lifecycle.claim``).
+
+    A task that requires approval is not started: the claim records an
+    approval request instead (``awaiting_approval``).
+    """
+    with unit_of_work(board, agent) as work:
+        outcome = lifecycle.claim(work, work.task(task_id))
+    return outcome
+
+
+def task_claim_next(*, board: Board, agent: str) -> Outcome:
+    """Claim the lowest-numbered ready task, atomically; ``task_number`` is None when none is ready."""
+    with unit_of_work(board, agent) as work:
+        blocked = blocked_numbers(work.board)
+        candidates = (
+            Task.objects.filter(board=work.board, status=Status.PENDING)
+            .exclude(approval_state=ApprovalState.REQUESTED)
+            .exclude(number__in=blocked)
+            .filter(owner__in=["", agent])
+            .order_by("number")
+        )
+        task = candidates.first()
+        if task is not None:
+            return lifecycle.claim(work, task)
+    return Outcome(None, [])
+
+
+def task_reassign(
+    *, board: Board, actor: str, task_id: str | int, owner: str, person: bool = False
+) -> Outcome:
+    """Give a task to another owner (empty = unassigned); not for blocked or terminal tasks."""
+    owner = text("owner", owner, NAME_MAX).strip()
+    with unit_of_work(board, actor, person=person) as work:
+        task = work.task(task_id)
+        lifecycle.check_reassign(work, task)
+        if owner != task.owner:
+            _update(work, task, {"owner": owner}, kind="reassigned")
+    return Outcome(task.number, work.changes)
+
+
+def _batch_create(work: Work, index: int, op: Mapping[str, Any], refs: dict[str, int]) -> Task:
+    task = _create(
+        work,
+        subject=op["subject"],
+        description=op.get("description") or "",
+        active_form=op.get("active_form") or "",
+        metadata=op.get("metadata"),
+        prompt=op.get("prompt") or "",
+        requires_approval=bool(op.get("requires_approval")),
+    )
+    ref = op.get("ref")
+    if ref:
+        if ref in refs:
+            raise InvalidInput(
+                f"ops[{index}].ref: {ref!r} is used by an earlier operation",
+                details={"operation": index},
+            )
+        refs[ref] = task.number
+    return task
+
+
+# Edges one batch may name: each costs about half a millisecond under SQLite's write
+# lock, so this keeps a batch's hold on the board near a second.
+BATCH_MAX_EDGES = 2_000
+EDGE_FIELDS = ("blocked_by", "blocks", "add_blocked_by", "remove_blocked_by", "add_blocks")
+
+
+def task_batch(*, board: Board, actor: str, ops: Sequence[Mapping[str, Any]]) -> Outcome:
+    """Apply create / update / delete operations all or nothing.
+
+    Creates are numbered first, in order, so any operation may reference a
+    created task by its ``ref``; the whole graph is checked for unknown
+    references and cycles before anything is committed. At most
+    ``BATCH_MAX_EDGES`` dependency references in all.
+    """
+    edges = sum(len(op.get(name) or ()) for op in ops for name in EDGE_FIELDS)
+    if edges > BATCH_MAX_EDGES:
+        raise InvalidInput(
+            f"ops: at most {BATCH_MAX_EDGES} dependency references in one batch (got {edges}); "
+            "split the plan into several batches",
+            details=[{"field": "ops", "message": "too many dependencies"}],
+        )
+    with unit_of_work(board, actor) as work:
+        refs: dict[str, int] = {}
+        created = {
+            index: _batch_create(work, index, op, refs)
+            for index, op in enumerate(ops)
+            if op["op"] == "create"
+        }
+        operations: list[dict[str, Any]] = []
+        for index, op in enumerate(ops):
+            entry: dict[str, Any]
+            if op["op"] == "create":
+                task = created[index]
+                graph.link(
+                    work,
+                    task,
+                    blocked_by=op.get("blocked_by") or (),
+                    blocks=op.get("blocks") or (),
+                    parent_id=op.get("parent_id"),
+                    refs=refs,
+                )
+                entry = {"op": "create", "taskId": str(task.number)}
+                if op.get("ref"):
+                    entry["ref"] = op["ref"]
+            else:
+                task = work.task(op["task_id"], refs)
+                fields = {k: v for k, v in op.items() if k not in ("op", "task_id")}
+                if op["op"] == "delete" or fields.get("status") == "deleted":
+                    _check_version(work, task, fields.get("expected_version"))
+                    _delete(work, task)
+                    entry = {"op": "delete", "taskId": str(task.number)}
+                else:
+                    changed = _update(work, task, fields, refs=refs)
+                    entry = {"op": "update", "taskId": str(task.number), "fields": changed}
+            operations.append(entry)
+    return Outcome(None, work.changes, operations=operations)

@@ -1,0 +1,188 @@
+"""The unit of work every service runs in, and the input checks they share.
+
+A service opens ``unit_of_work(board, actor)``: one transaction with the board's
+row locked (so numbering, the event sequence, claims and the dependency graph
+never race). Inside it records Events and changes through the ``Work`` object;
+when the block ends the events are stored, the board's counters written, and the
+change published to open browsers and watchers after commit (``events.publish``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from .. import events
+from ..errors import InvalidInput, NotFound
+from ..models import Board, Event, Task
+from ..selectors import blocked_numbers, find_cycle, parse_task_id
+
+SUBJECT_MAX = 200
+NAME_MAX = 100
+LONG_TEXT_MAX = 100_000
+# Event rows keep long texts shortened: the task itself has them in full.
+EVENT_VALUE_MAX = 500
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Any = _Unset()
+
+
+@dataclass
+class Outcome:
+    """What a write did: the task it was about, and the answer's ``changes``."""
+
+    task_number: int | None
+    changes: list[dict]
+    awaiting_approval: bool = False
+    operations: list[dict] = field(default_factory=list)
+
+
+class Work:
+    """One service call's unit of work: events to record and tasks to re-render.
+
+    ``person`` says whether the actor is a person (the board, admin, commands)
+    or an agent (the tool API, MCP, the seed dialects); the task state machine
+    holds agents to rules that people decide (the approval gate).
+    """
+
+    def __init__(self, board: Board, actor: str, *, person: bool) -> None:
+        self.board = board
+        self.actor = actor
+        self.person = person
+        self.now = timezone.now()
+        self.events: list[Event] = []
+        self.changes: list[dict] = []
+        self.touched: set[int] = set()
+        self.created: set[int] = set()
+        self.deleted: set[int] = set()
+        # Tasks whose own status a call changed: their change is reported, not an auto_(un)block.
+        self.restatused: set[int] = set()
+        self.edges_changed = False
+        self.reset = False
+        # Which tasks were blocked before the first change that can (un)block any:
+        # a status change, an edge change or a delete. Other writes skip both reads.
+        self.blocked_before: set[int] | None = None
+
+    def graph_may_change(self) -> None:
+        if self.blocked_before is None:
+            self.blocked_before = blocked_numbers(self.board)
+
+    def record(self, kind: str, number: int | None, **data: Any) -> None:
+        self.board.last_seq += 1
+        self.events.append(
+            Event(
+                board=self.board,
+                seq=self.board.last_seq,
+                task_number=number,
+                actor=self.actor,
+                kind=kind,
+                data=data,
+            )
+        )
+        if number is not None:
+            self.touched.add(number)
+
+    def change(self, kind: str, number: int, **extra: Any) -> None:
+        self.changes.append({"type": kind, "taskId": str(number), **extra})
+
+    def save_task(self, task: Task, kind: str, *, change: str = "updated", **data: Any) -> None:
+        """Store a changed task: a new version, its event, and its entry in the answer's changes.
+
+        ``data["fields"]``, when given, is the event's diff; its keys are the
+        changed fields the answer names.
+        """
+        task.version += 1
+        task.updated_at = self.now
+        task.save()
+        self.record(kind, task.number, **data)
+        if change == "updated":
+            self.change(change, task.number, fields=list(data.get("fields", {})))
+        else:
+            self.change(change, task.number)
+
+    def task(self, ident: str | int, refs: Mapping[str, int] | None = None) -> Task:
+        """A task of this board by public id (or a batch ref); 404 when there is none."""
+        if refs and isinstance(ident, str) and ident in refs:
+            number = refs[ident]
+        else:
+            number = parse_task_id(ident)
+        task = Task.objects.filter(board=self.board, number=number).first()
+        if task is None:
+            raise NotFound(f"Task #{number} not found", code="task_not_found")
+        return task
+
+    def finish(self) -> None:
+        cycle = find_cycle(self.board) if self.edges_changed else None
+        if cycle:
+            raise InvalidInput(
+                "Cycle detected: " + " → ".join(str(n) for n in cycle),
+                code="cycle",
+                details={"cycle": [str(n) for n in cycle]},
+            )
+        if self.blocked_before is not None:
+            after = blocked_numbers(self.board)
+            for number in sorted(self.blocked_before - after - self.deleted - self.restatused):
+                self.record("unblocked", number)
+                self.change("auto_unblock", number)
+            for number in sorted(after - self.blocked_before - self.created - self.restatused):
+                self.record("blocked", number)
+                self.change("auto_block", number)
+        Event.objects.bulk_create(self.events)
+        Board.objects.filter(pk=self.board.pk).update(
+            last_seq=self.board.last_seq,
+            task_counter=self.board.task_counter,
+            updated_at=self.now,
+        )
+        events.publish(
+            self.board,
+            self.events,
+            self.touched,
+            reset=self.reset,
+            header=self.reset or events.changes_header(self.events),
+        )
+
+
+@contextmanager
+def unit_of_work(board: Board, actor: str, *, person: bool = False) -> Iterator[Work]:
+    with transaction.atomic():
+        # One lock per board serialises its writers: task numbers, event sequence,
+        # claims and cycle checks all read-then-write the same rows.
+        locked = Board.objects.select_for_update().get(pk=board.pk)
+        work = Work(locked, actor, person=person)
+        yield work
+        work.finish()
+    board.last_seq = locked.last_seq
+    board.task_counter = locked.task_counter
+
+
+def text(name: str, value: str, limit: int, *, required: bool = False) -> str:
+    """A checked text field: a string without NUL, within ``limit``, non-empty when required."""
+    if not isinstance(value, str):
+        raise InvalidInput(f"{name}: must be a string", details=[{"field": name}])
+    if "\x00" in value:
+        raise InvalidInput(f"{name}: must not contain the NUL character", details=[{"field": name}])
+    value = value.strip() if required else value
+    if required and not value:
+        raise InvalidInput(f"{name}: must not be empty", details=[{"field": name}])
+    if len(value) > limit:
+        raise InvalidInput(
+            f"{name}: at most {limit} characters (got {len(value)})", details=[{"field": name}]
+        )
+    return value
+
+
+def shown(value: Any) -> Any:
+    """A value as an event keeps it: long texts shortened."""
+    if isinstance(value, str) and len(value) > EVENT_VALUE_MAX:
+        return value[:EVENT_VALUE_MAX] + "…"
+    return value

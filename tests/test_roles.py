@@ -1,0 +1,224 @@
+"""People act on a board only as far as their role allows (SPEC §8, boards.permissions).
+
+Every action of the board's pages is tried by every role and by a person who is
+not a member: a non-member gets 404 (the board does not exist for them), a
+member below the action's role gets 403 naming both roles, and a refused action
+changes nothing. The board's socket and the admin site ask the same table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.conf import settings
+from django.test import Client
+
+from boards import permissions, services
+from boards.models import AgentToken, Board, Membership, Message, Role, Task
+from kanban.asgi import application
+from tests.factories import make_task, make_token
+
+ROLES = [Role.VIEWER, Role.OPERATOR, Role.APPROVER, Role.ADMIN]
+
+
+@dataclass
+class Door:
+    action: str
+    method: str
+    path: str
+    data: dict[str, str] = field(default_factory=dict)
+    ok: int = 302
+
+
+DOORS = [
+    Door("view", "get", "/boards/team/", ok=200),
+    Door("view", "get", "/boards/team/tasks/1/", ok=200),
+    Door("status", "post", "/boards/team/tasks/1/status/", {"status": "in_progress"}),
+    Door("reassign", "post", "/boards/team/tasks/1/reassign/", {"owner": "bob"}),
+    Door("message", "post", "/boards/team/tasks/1/message/", {"recipient": "alice", "body": "hi"}),
+    Door("message", "post", "/boards/team/messages/", {"recipient": "alice", "body": "hi"}),
+    Door("approve", "post", "/boards/team/tasks/2/approve/"),
+    Door("deny", "post", "/boards/team/tasks/2/deny/", {"note": "not now"}),
+    Door("require-approval", "post", "/boards/team/tasks/1/require-approval/", {"required": "1"}),
+    Door("delete", "post", "/boards/team/tasks/1/delete/"),
+    Door("reset", "post", "/boards/team/reset/", {"confirm": "team"}),
+    Door("tokens", "get", "/boards/team/tokens/", ok=200),
+    Door("tokens", "post", "/boards/team/tokens/", {"agent": "carol"}),
+    Door("tokens", "post", "/boards/team/tokens/1/revoke/"),
+    Door("members", "get", "/boards/team/members/", ok=200),
+    Door("members", "post", "/boards/team/members/", {"username": "sam", "role": "viewer"}),
+]
+
+
+def _state(board: Board) -> tuple:
+    """Everything a refused action must leave as it was."""
+    board.refresh_from_db()
+    return (
+        board.last_seq,
+        list(Task.objects.filter(board=board).values_list("number", "status", "owner")),
+        AgentToken.objects.filter(board=board, revoked_at=None).count(),
+        Membership.objects.filter(board=board).count(),
+        Message.objects.filter(board=board).count(),
+    )
+
+
+@pytest.fixture
+def scene(board, django_user_model) -> Board:
+    make_token(board, "alice")
+    make_task(board, "Plain work")
+    gated = make_task(board, "Drop the table", requires_approval=True)
+    services.task_claim(board=board, agent="alice", task_id=gated.number)
+    django_user_model.objects.create_user("sam", password="pw-sam-1234")
+    return board
+
+
+def _client_as(django_user_model, board: Board, role: Role | None) -> Client:
+    user = django_user_model.objects.create_user(f"as-{role or 'outsider'}", password="pw-x-12345")
+    if role is not None:
+        Membership.objects.create(board=board, user=user, role=role)
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.mark.parametrize("role", [*ROLES, None], ids=[*ROLES, "outsider"])
+@pytest.mark.parametrize("door", DOORS, ids=[f"{d.method}-{d.path[13:]}" for d in DOORS])
+def test_each_action_is_allowed_from_its_role_up_and_refused_below(
+    scene, django_user_model, door, role
+):
+    client = _client_as(django_user_model, scene, role)
+    before = _state(scene)
+    response = getattr(client, door.method)(door.path, door.data)
+
+    if role is None:
+        assert response.status_code == 404
+        assert _state(scene) == before
+    elif permissions.may(role, door.action):
+        assert response.status_code == door.ok, response.content[:300]
+        if door.method == "post":
+            assert _state(scene) != before
+    else:
+        assert response.status_code == 403
+        needed = permissions.ACTIONS[door.action].label.lower()
+        assert f"Your role on this board is {role.label.lower()}" in response.content.decode()
+        assert f"needs {needed}" in response.content.decode()
+        assert _state(scene) == before
+
+
+def test_the_role_table_is_what_the_spec_says():
+    least = {action: role.value for action, role in permissions.ACTIONS.items()}
+    assert least == {
+        "view": "viewer",
+        "status": "operator",
+        "reassign": "operator",
+        "message": "operator",
+        "approve": "approver",
+        "deny": "approver",
+        "require-approval": "approver",
+        "delete": "admin",
+        "reset": "admin",
+        "tokens": "admin",
+        "members": "admin",
+        "agents": "admin",
+    }
+
+
+def test_a_viewer_sees_no_buttons_it_could_not_use(scene, django_user_model):
+    client = _client_as(django_user_model, scene, Role.VIEWER)
+    board_page = client.get("/boards/team/").content.decode()
+    detail = client.get("/boards/team/tasks/2/").content.decode()
+    assert "/tokens/" not in board_page
+    assert "/reset/" not in board_page
+    for action in ("approve", "deny", "status", "reassign", "delete"):
+        assert f"/tasks/2/{action}/" not in detail
+    approver = _client_as(django_user_model, scene, Role.APPROVER).get("/boards/team/tasks/2/")
+    assert "/tasks/2/approve/" in approver.content.decode()
+
+
+def test_the_board_list_shows_only_the_persons_boards(scene, django_user_model):
+    services.board_create(slug="secret", name="Secret")
+    client = _client_as(django_user_model, scene, Role.VIEWER)
+    listing = client.get("/boards/").content.decode()
+    assert "/boards/team/" in listing
+    assert "/boards/secret/" not in listing
+    assert client.get("/boards/secret/").status_code == 404
+
+
+def test_a_superuser_administers_every_board(scene, django_user_model):
+    root = django_user_model.objects.create_superuser("root", password="pw-root-123")
+    client = Client()
+    client.force_login(root)
+    assert client.get("/boards/team/tokens/").status_code == 200
+    assert client.post("/boards/team/tasks/2/approve/").status_code == 302
+    assert Task.objects.get(board=scene, number=2).approval_state == "approved"
+
+
+def test_members_page_gives_changes_and_removes_roles(scene, person_client):
+    assert (
+        person_client.post(
+            "/boards/team/members/", {"username": "sam", "role": "approver"}
+        ).status_code
+        == 302
+    )
+    assert Membership.objects.get(board=scene, user__username="sam").role == "approver"
+    refused = person_client.post("/boards/team/members/", {"username": "sam", "role": "king"})
+    assert refused.status_code == 400
+    assert "role: one of viewer, operator, approver, admin" in refused.content.decode()
+    unknown = person_client.post("/boards/team/members/", {"username": "nobody", "role": "viewer"})
+    assert unknown.status_code == 400
+    assert person_client.post("/boards/team/members/", {"remove": "sam"}).status_code == 302
+    assert not Membership.objects.filter(board=scene, user__username="sam").exists()
+
+
+def _socket(client: Client, path: str = "/ws/boards/team/?seq=0") -> WebsocketCommunicator:
+    session = client.cookies[settings.SESSION_COOKIE_NAME].value
+    return WebsocketCommunicator(
+        application,
+        path,
+        headers=[
+            (b"origin", b"http://testserver"),
+            (b"cookie", f"{settings.SESSION_COOKIE_NAME}={session}".encode()),
+        ],
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_the_board_socket_admits_members_and_not_outsiders(django_user_model):
+    board = await database_sync_to_async(services.board_create)(slug="team", name="Team")
+    viewer = await database_sync_to_async(_client_as)(django_user_model, board, Role.VIEWER)
+    outsider = await database_sync_to_async(_client_as)(django_user_model, board, None)
+
+    member_socket = _socket(viewer)
+    connected, _ = await member_socket.connect()
+    assert connected
+    await member_socket.disconnect()
+
+    stranger = _socket(outsider)
+    connected, code = await stranger.connect()
+    assert not connected
+    assert code == 4404  # the same answer as a board that does not exist
+
+
+def test_the_admin_site_shows_a_staff_member_only_their_boards_and_asks_their_role(
+    scene, django_user_model
+):
+    from django.contrib.auth.models import Permission
+
+    other = services.board_create(slug="other", name="Other")
+    make_task(other, "Elsewhere")
+    staff = django_user_model.objects.create_user("stella", password="pw-stella-1", is_staff=True)
+    staff.user_permissions.add(Permission.objects.get(codename="view_task"))
+    Membership.objects.create(board=scene, user=staff, role=Role.VIEWER)
+    client = Client()
+    client.force_login(staff)
+
+    listing = client.get("/admin/boards/task/").content.decode()
+    assert "Plain work" in listing
+    assert "Elsewhere" not in listing
+
+    plain = Task.objects.get(board=scene, number=1)
+    client.post("/admin/boards/task/", {"action": "complete", "_selected_action": [plain.pk]})
+    assert Task.objects.get(pk=plain.pk).status == "pending"  # a viewer may not move work
