@@ -54,14 +54,12 @@ from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
 from . import auth, schemas, tools
+from .edge import body_limit
 from .errors import NotFound, ServiceError, error_body
 
 logger = logging.getLogger(__name__)
 
 PATH = re.compile(r"^/mcp/(?P<slug>[-a-zA-Z0-9_]+)/?$")
-# Room for the JSON-RPC envelope around a tool input of the API's largest body.
-ENVELOPE_BYTES = 16 * 1024
-
 try:
     VERSION = version("agent-kanban")
 except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
@@ -196,7 +194,7 @@ async def mcp_app(scope: Scope, receive: Receive, send: Send) -> None:
             app=build_server(caller),
             stateless=True,
             json_response=True,
-            max_request_body_size=settings.KANBAN_MAX_BODY_BYTES + ENVELOPE_BYTES,
+            max_request_body_size=body_limit(),
         )
         try:
             async with manager.run():

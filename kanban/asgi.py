@@ -11,15 +11,17 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kanban.settings")
 
 from channels.auth import AuthMiddlewareStack
 from channels.routing import ProtocolTypeRouter, URLRouter
-from channels.security.websocket import AllowedHostsOriginValidator
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
 
 django_asgi_app = get_asgi_application()
 
+from boards import edge  # noqa: E402
 from boards.mcp import mcp_app  # noqa: E402
 from boards.routing import websocket_urlpatterns  # noqa: E402
 
+# Oversized bodies are refused as they arrive, before daphne buffers them (boards.edge).
+edge.install()
 django_http_app = ASGIStaticFilesHandler(django_asgi_app)
 
 
@@ -34,8 +36,8 @@ async def http_app(scope, receive, send):
 
 application = ProtocolTypeRouter(
     {
-        "http": http_app,
-        "websocket": AllowedHostsOriginValidator(
+        "http": edge.BodyLimit(http_app),
+        "websocket": edge.SameOriginValidator(
             AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
         ),
     }

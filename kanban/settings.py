@@ -82,10 +82,53 @@ def sqlite_database(path: Path) -> dict:
     }
 
 
-SECRET_KEY = os.environ.get("SECRET_KEY", "insecure-dev-key-set-SECRET_KEY-in-production")
+DEV_SECRET_KEY = "insecure-dev-key-set-SECRET_KEY-in-production"  # noqa: S105 - refused below
+LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "[::1]", "testserver"}
+SECRET_KEY = os.environ.get("SECRET_KEY", DEV_SECRET_KEY)
 DEBUG = env_bool("DEBUG", False)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
+if SECRET_KEY == DEV_SECRET_KEY and not set(ALLOWED_HOSTS) <= LOOPBACK_HOSTS:
+    # Sessions and CSRF tokens signed with a key everyone can read are forgeable.
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(
+        "ALLOWED_HOSTS serves more than this machine: set SECRET_KEY "
+        '(python -c "import secrets; print(secrets.token_urlsafe(50))")'
+    )
+
+# Deployment behind TLS (README: Production). HTTPS=1 makes cookies secure, sends HSTS
+# and redirects plain HTTP; TRUST_X_FORWARDED_PROTO=1 when a proxy terminates TLS.
+HTTPS = env_bool("HTTPS", False)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = HTTPS
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = CSRF_COOKIE_SAMESITE = "Lax"
+SECURE_SSL_REDIRECT = HTTPS and env_bool("SECURE_SSL_REDIRECT", True)
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # the load balancer's probe speaks plain HTTP
+SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", "31536000")) if HTTPS else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", HTTPS)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", HTTPS)
+if env_bool("TRUST_X_FORWARDED_PROTO", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+# Scripts only from this origin and never inline; sockets and fetches to it alone.
+KANBAN_CONTENT_SECURITY_POLICY = os.environ.get(
+    "CONTENT_SECURITY_POLICY",
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; "
+    "base-uri 'self'; form-action 'self'; object-src 'none'",
+)
+# Failed logins allowed per username and per address in the window, then 429.
+KANBAN_LOGIN_FAILURES = int(os.environ.get("KANBAN_LOGIN_FAILURES", "10"))
+KANBAN_LOGIN_WINDOW_SECONDS = int(os.environ.get("KANBAN_LOGIN_WINDOW_SECONDS", "900"))
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
 
 INSTALLED_APPS = [
     "daphne",
@@ -110,6 +153,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "kanban.security.content_security_policy",
 ]
 
 ROOT_URLCONF = "kanban.urls"
@@ -137,6 +181,12 @@ DATABASES = {
 }
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
+# The cache holds login-failure counts: shared by every server process on Redis.
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+    if REDIS_URL
+    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+}
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {

@@ -6,14 +6,17 @@ from django.views.generic import RedirectView
 
 from boards import api, views
 from boards.converters import NumberConverter
+from kanban.security import ThrottledLoginView
 
 # Task and token numbers fit a database integer; a longer run of digits is a plain 404.
 register_converter(NumberConverter, "number")
 
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="board-list", permanent=False)),
-    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("login/", ThrottledLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # The admin's own login form would bypass the throttle: it uses the same view.
+    path("admin/login/", ThrottledLoginView.as_view(), name="admin-login"),
     path("admin/", admin.site.urls),
     path("boards/", views.board_list, name="board-list"),
     path("boards/<slug:slug>/", views.board_detail, name="board"),

@@ -19,6 +19,7 @@ from kanban.asgi import application
 pytestmark = pytest.mark.django_db(transaction=True)
 
 ORIGIN = (b"origin", b"http://localhost")
+HOST = (b"host", b"localhost")  # the page and its socket: same scheme, host and port
 WAIT = 5  # seconds a frame may take at most; receiving returns as soon as it arrives
 
 Header = tuple[bytes, bytes]
@@ -40,7 +41,9 @@ async def open_socket(session_cookie) -> AsyncIterator[Opener]:
 
     def make(path: str, headers: list[Header] | None = None) -> WebsocketCommunicator:
         communicator = WebsocketCommunicator(
-            application, path, headers=[ORIGIN, session_cookie] if headers is None else headers
+            application,
+            path,
+            headers=[ORIGIN, HOST, session_cookie] if headers is None else headers,
         )
         opened.append(communicator)
         return communicator
@@ -83,7 +86,7 @@ def seq_in(frame: str) -> int:
 
 
 async def test_anonymous_socket_is_refused(open_socket, board):
-    socket = open_socket("/ws/boards/team/", headers=[ORIGIN])
+    socket = open_socket("/ws/boards/team/", headers=[ORIGIN, HOST])
     connected, code = await socket.connect()
     assert not connected
     assert code == 4401
@@ -91,14 +94,58 @@ async def test_anonymous_socket_is_refused(open_socket, board):
 
 async def test_socket_from_another_origin_is_refused(open_socket, board, session_cookie):
     socket = open_socket(
-        "/ws/boards/team/", headers=[(b"origin", b"http://evil.example"), session_cookie]
+        "/ws/boards/team/", headers=[(b"origin", b"http://evil.example"), HOST, session_cookie]
     )
     connected, _ = await socket.connect()
     assert not connected
 
 
+@pytest.mark.parametrize(
+    ("origin", "host"),
+    [
+        (b"http://localhost:9999", b"localhost"),  # another port of the same host
+        (b"http://localhost", b"localhost:8000"),
+        (b"https://localhost", b"localhost"),  # another scheme
+        (b"http://localhost.evil.example", b"localhost"),
+        (b"http://evil.example", b"evil.example"),  # a host this server does not serve
+    ],
+)
+async def test_socket_from_another_port_scheme_or_host_is_refused(
+    open_socket, board, session_cookie, origin, host
+):
+    socket = open_socket(
+        "/ws/boards/team/", headers=[(b"origin", origin), (b"host", host), session_cookie]
+    )
+    connected, _ = await socket.connect()
+    assert not connected
+
+
+async def test_socket_from_the_same_origin_with_a_port_or_a_trusted_origin_connects(
+    open_socket, board, session_cookie, settings
+):
+    same_port = open_socket(
+        "/ws/boards/team/?seq=1",
+        headers=[
+            (b"origin", b"http://localhost:8000"),
+            (b"host", b"localhost:8000"),
+            session_cookie,
+        ],
+    )
+    assert (await same_port.connect())[0]
+    settings.CSRF_TRUSTED_ORIGINS = ["https://kanban.example.com"]
+    trusted = open_socket(
+        "/ws/boards/team/?seq=1",
+        headers=[
+            (b"origin", b"https://kanban.example.com"),
+            (b"host", b"localhost"),
+            session_cookie,
+        ],
+    )
+    assert (await trusted.connect())[0]
+
+
 async def test_socket_without_an_origin_is_refused(open_socket, board, session_cookie):
-    socket = open_socket("/ws/boards/team/", headers=[session_cookie])
+    socket = open_socket("/ws/boards/team/", headers=[HOST, session_cookie])
     connected, _ = await socket.connect()
     assert not connected
 

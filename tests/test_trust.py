@@ -150,6 +150,7 @@ async def test_logging_out_closes_that_sessions_sockets(person_client, board):
         headers=[
             (b"host", b"localhost"),
             (b"origin", b"http://localhost"),
+            (b"host", b"localhost"),
             (b"cookie", f"{settings.SESSION_COOKIE_NAME}={session}".encode()),
         ],
     )

@@ -1,0 +1,217 @@
+"""The server's edge: a request body over the limit is refused before it is read.
+
+Daphne hands a request to the application only once Twisted has received the
+whole body, and then queues all of it in memory as ``http.request`` messages:
+a 1 GiB POST costs the server about 1 GiB before any view (or ASGI middleware)
+can answer 401 or 413. So the limit is enforced where the bytes arrive, in
+daphne's request class: a declared ``Content-Length`` over the limit, or a
+chunked body that grows past it, is answered 413 at once and the connection is
+closed; nothing of it is kept. ``BodyLimit`` does the same check on the ASGI side
+for any other server.
+
+``install()`` is called by ``kanban.asgi``; it replaces the request class daphne
+builds (``daphne.http_protocol.WebRequest``, looked up per connection).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.conf import settings
+
+from .errors import PayloadTooLarge, error_body
+
+# Room for the MCP JSON-RPC envelope around a tool call's arguments (boards.mcp): the
+# tool API and the MCP endpoint each check their exact limit once the body is read.
+ENVELOPE_BYTES = 16 * 1024
+
+
+def body_limit() -> int:
+    return int(settings.KANBAN_MAX_BODY_BYTES) + ENVELOPE_BYTES
+
+
+def too_large_body() -> bytes:
+    refusal = PayloadTooLarge(f"Body is larger than {body_limit()} bytes")
+    return json.dumps(error_body(refusal)).encode()
+
+
+class _Discard:
+    """Stands in for the request's body file once the body is refused: keeps nothing."""
+
+    closed = False
+
+    def write(self, data: bytes) -> None:
+        pass
+
+    def read(self, size: int = -1) -> bytes:
+        return b""
+
+    def seek(self, *args: Any) -> int:
+        return 0
+
+    def close(self) -> None:
+        self.closed = True
+
+
+# After the 413 is written the connection stays open this long (or until this much more
+# of the body was thrown away): closing with the client's bytes unread resets the
+# connection, and a client still sending could lose the answer before reading it.
+LINGER_SECONDS = 1.0
+LINGER_BYTES = 16 * 1024 * 1024
+
+
+def _limited_request_class() -> type:
+    from daphne.http_protocol import WebRequest
+    from twisted.internet import reactor as installed
+
+    # Twisted types the module-level reactor as an interface whose stubs mypy misreads.
+    reactor: Any = installed
+
+    class LimitedWebRequest(WebRequest):  # type: ignore[misc, valid-type]
+        """Daphne's request, refusing an oversized body as its bytes arrive."""
+
+        _refused = False
+        _received = 0
+
+        def gotLength(self, length: int | None) -> None:
+            if length is not None and length > body_limit():
+                self._refuse()
+                return
+            super().gotLength(length)
+
+        def handleContentChunk(self, data: bytes) -> None:
+            self._received += len(data)
+            if self._refused:
+                if self._received > LINGER_BYTES:
+                    self._hang_up()
+                return
+            if self._received > body_limit():  # a chunked body that kept growing
+                self._received = 0
+                self._refuse()
+                return
+            super().handleContentChunk(data)
+
+        def process(self) -> Any:
+            if self._refused:  # the whole (declared) body came in the linger time
+                self._hang_up()
+                return None
+            return super().process()
+
+        def _refuse(self) -> None:
+            # Written to the connection directly: the request line is parsed but Twisted
+            # has not yet made it a request (that happens once the body is in), and
+            # finishing it now would make the rest of the body parse as a new request.
+            old = getattr(self, "content", None)
+            if old is not None and hasattr(old, "close"):
+                old.close()
+            self.content = _Discard()
+            self._refused = True
+            body = too_large_body()
+            head = (
+                b"HTTP/1.1 413 Payload Too Large\r\n"
+                b"Content-Type: application/json\r\n"
+                b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body)
+            )
+            if self.channel is not None:
+                self.channel.transport.write(head + body)
+                reactor.callLater(LINGER_SECONDS, self._hang_up)
+
+        def _hang_up(self) -> None:
+            if self.channel is not None and self.channel.transport is not None:
+                self.channel.transport.loseConnection()
+
+    return LimitedWebRequest
+
+
+def install() -> None:
+    """Make daphne (in this process) refuse oversized bodies as they arrive."""
+    try:
+        from daphne import http_protocol
+    except ImportError:  # another ASGI server: BodyLimit still answers 413
+        return
+    if getattr(http_protocol.WebRequest, "_refused", None) is None:
+        http_protocol.WebRequest = _limited_request_class()
+
+
+class BodyLimit:
+    """ASGI middleware: 413 for a declared ``Content-Length`` over the limit, unread."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            declared = dict(scope.get("headers") or []).get(b"content-length", b"")
+            if declared.isdigit() and int(declared) > body_limit():
+                body = too_large_body()
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 413,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode()),
+                            (b"connection", b"close"),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
+def _header(scope: dict, name: bytes) -> str:
+    for key, value in scope.get("headers") or []:
+        if key.lower() == name:
+            return value.decode("latin-1")
+    return ""
+
+
+def expected_origins(scope: dict) -> set[str]:
+    """The origins a board page served to this request's host would have.
+
+    A page is same-origin with its socket when scheme, host and port all match:
+    ``http://host:port`` for a ``ws://`` socket, ``https://`` for ``wss://`` (or when
+    the proxy named in ``SECURE_PROXY_SSL_HEADER`` says the client used HTTPS).
+    ``CSRF_TRUSTED_ORIGINS`` adds origins a deployment serves its pages from.
+    """
+    host = _header(scope, b"host").strip().lower()
+    secure = scope.get("scheme") in ("wss", "https")
+    proxy = getattr(settings, "SECURE_PROXY_SSL_HEADER", None)
+    if proxy:
+        name = proxy[0].removeprefix("HTTP_").replace("_", "-").lower().encode()
+        secure = secure or _header(scope, name).split(",")[0].strip() == proxy[1]
+    origins = {o.lower().rstrip("/") for o in getattr(settings, "CSRF_TRUSTED_ORIGINS", [])}
+    if host:
+        scheme = "https" if secure else "http"
+        default = ":443" if secure else ":80"
+        origins.add(f"{scheme}://{host.removesuffix(default)}")
+    return origins
+
+
+class SameOriginValidator:
+    """WebSocket: accept a handshake only from a page of this very origin.
+
+    Channels' ``AllowedHostsOriginValidator`` compares the origin's host alone, so a
+    page on another port of an allowed host (``http://127.0.0.1:9999``) could open a
+    logged-in person's board socket with their cookie. Here the whole origin must
+    match (and the host must be allowed); a handshake without an Origin is refused.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "websocket":
+            from django.http.request import split_domain_port, validate_host
+
+            origin = _header(scope, b"origin").strip().lower().rstrip("/")
+            domain, _port = split_domain_port(_header(scope, b"host").strip().lower())
+            allowed = validate_host(domain, settings.ALLOWED_HOSTS)
+            if not (allowed and origin and origin in expected_origins(scope)):
+                # Refuse the handshake (HTTP 403), as Channels' validators do.
+                await receive()
+                await send({"type": "websocket.close", "code": 4403})
+                return
+        await self.app(scope, receive, send)
