@@ -55,6 +55,8 @@ def authenticate(headers: Mapping[str, str], board_slug: str) -> Caller:
     else:
         agent = token.agent
     services.agent_seen(board=board, agent=agent, token=token)
+    # An agent that calls tools is alive: its leases on in-progress work are renewed.
+    services.leases_renew(board=board, agent=agent)
     return Caller(board=board, agent=agent, token_id=token.pk)
 
 

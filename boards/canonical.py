@@ -61,6 +61,7 @@ def handle_task_create(caller: Caller, data: schemas.TaskCreateInput) -> Answer:
         metadata=data.metadata,
         prompt=data.prompt,
         requires_approval=data.requiresApproval,
+        priority=data.priority,
     )
     return _written(caller, outcome)
 
@@ -70,6 +71,7 @@ def handle_task_get(caller: Caller, data: schemas.TaskGetInput) -> Answer:
     task = _task(caller.board, number)
     assert task is not None
     task["approval"]["history"] = selectors.approval_history(caller.board, number)
+    task["attempts"] = selectors.attempts(selectors.task_view(caller.board, number).task)
     return Answer({"task": task})
 
 
@@ -100,11 +102,18 @@ def handle_task_list(caller: Caller, data: schemas.TaskListInput) -> Answer:
 
 def handle_task_claim(caller: Caller, data: schemas.TaskClaimInput) -> Answer:
     if data.taskId is None:
-        outcome = services.task_claim_next(board=caller.board, agent=caller.agent)
+        outcome = services.task_claim_next(
+            board=caller.board, agent=caller.agent, lease_seconds=data.leaseSeconds
+        )
         if outcome.task_number is None:
             return Answer({"task": None, "changes": [], "message": "No task is ready to claim."})
     else:
-        outcome = services.task_claim(board=caller.board, agent=caller.agent, task_id=data.taskId)
+        outcome = services.task_claim(
+            board=caller.board,
+            agent=caller.agent,
+            task_id=data.taskId,
+            lease_seconds=data.leaseSeconds,
+        )
     answer = _written(caller, outcome)
     if outcome.awaiting_approval:
         answer.body["awaitingApproval"] = True
@@ -133,6 +142,7 @@ def _batch_op(op: schemas.BatchCreate | schemas.BatchUpdate | schemas.BatchDelet
             "metadata": op.metadata,
             "prompt": op.prompt,
             "requires_approval": op.requiresApproval,
+            "priority": op.priority,
         }
     if isinstance(op, schemas.BatchUpdate):
         return {"op": "update", "task_id": op.taskId, **schemas.update_kwargs(op)}
@@ -291,6 +301,11 @@ async def _watch(caller: Caller, number: int, data: schemas.TaskWatchInput) -> A
                 await layer.group_discard(group, channel)
 
 
+def handle_task_heartbeat(caller: Caller, data: schemas.TaskHeartbeatInput) -> Answer:
+    leases = services.task_heartbeat(board=caller.board, agent=caller.agent, task_id=data.taskId)
+    return Answer({"leases": leases})
+
+
 HANDLERS: dict[str, Any] = {
     "TaskCreate": handle_task_create,
     "TaskGet": handle_task_get,
@@ -302,4 +317,5 @@ HANDLERS: dict[str, Any] = {
     "TaskWatch": handle_task_watch,
     "TaskRequestApproval": handle_task_request_approval,
     "InboxRead": handle_inbox_read,
+    "TaskHeartbeat": handle_task_heartbeat,
 }

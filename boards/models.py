@@ -28,9 +28,26 @@ class ApprovalState(models.TextChoices):
     DENIED = "denied", "Denied"
 
 
+class Priority(models.IntegerChoices):
+    """Claim-next takes the ready task of highest priority (lowest value), then lowest number."""
+
+    URGENT = 0, "urgent"
+    HIGH = 1, "high"
+    NORMAL = 2, "normal"
+    LOW = 3, "low"
+
+
+PRIORITY_BY_NAME = {label: value for value, label in Priority.choices}
+
+
 class Board(models.Model):
     slug = models.SlugField(max_length=64, unique=True)
     name = models.CharField(max_length=200)
+    # Work settings (the board's settings page; None means the server's default / no limit).
+    lease_seconds = models.PositiveIntegerField(null=True, blank=True)
+    max_attempts = models.PositiveSmallIntegerField(default=3)
+    max_in_progress_per_agent = models.PositiveIntegerField(null=True, blank=True)
+    max_in_progress = models.PositiveIntegerField(null=True, blank=True)
     # High-water mark of task numbers: only goes up, so a deleted task's id is never reused.
     task_counter = models.PositiveIntegerField(default=0)
     # Sequence number of the last Event; a reconnecting browser asks for what came after it.
@@ -83,6 +100,17 @@ class Task(models.Model):
     # The task version a decision was given for: an approval covers the task as it was then.
     approval_version = models.PositiveIntegerField(null=True, blank=True)
 
+    priority = models.PositiveSmallIntegerField(choices=Priority.choices, default=Priority.NORMAL)
+    # The owner's lease on in-progress work: renewed by the owner's calls, reclaimed when it
+    # lapses (services.leases). ``lease_seconds`` is the length the claim asked for.
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    lease_seconds = models.PositiveIntegerField(null=True, blank=True)
+    # The agent whose lapsed lease returned this task: its next write is refused (lease_lost).
+    lease_lost_by = models.CharField(max_length=100, blank=True)
+    # Attempts started, and how many of them failed or timed out (maxAttempts counts these).
+    attempts = models.PositiveIntegerField(default=0)
+    failures = models.PositiveIntegerField(default=0)
+
     version = models.PositiveIntegerField(default=1)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -93,7 +121,15 @@ class Task(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["board", "number"], name="task_number_unique_per_board")
         ]
-        indexes = [models.Index(fields=["board", "status"])]
+        indexes = [
+            models.Index(fields=["board", "status"]),
+            # claim-next: the ready task of highest priority, then lowest number
+            models.Index(fields=["board", "status", "priority", "number"], name="task_claim_next"),
+            # the sweeper: in-progress leases that lapsed, on every board
+            models.Index(fields=["status", "lease_expires_at"], name="task_lease_expiry"),
+            # renewing an agent's leases, WIP counts
+            models.Index(fields=["board", "owner", "status"], name="task_owner_status"),
+        ]
 
     def __str__(self) -> str:
         return f"#{self.number} {self.subject}"
@@ -101,6 +137,36 @@ class Task(models.Model):
     @property
     def is_terminal(self) -> bool:
         return self.status in TERMINAL_STATUSES
+
+
+class AttemptOutcome(models.TextChoices):
+    COMPLETED = "completed"
+    FAILED = "failed"
+    TIMED_OUT = "timed_out"
+    RELEASED = "released"
+    REASSIGNED = "reassigned"
+    CANCELLED = "cancelled"
+
+
+class Attempt(models.Model):
+    """One go at a task by one owner: from entering in progress to leaving it (or the owner
+    changing). Result and notes are the task's as they were when the attempt ended."""
+
+    task = models.ForeignKey("Task", on_delete=models.CASCADE, related_name="attempt_rows")
+    n = models.PositiveIntegerField()
+    agent = models.CharField(max_length=100, blank=True)
+    started_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True, blank=True)
+    outcome = models.CharField(max_length=16, choices=AttemptOutcome.choices, blank=True)
+    result = models.TextField(blank=True)
+    notes = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["task", "n"]
+        constraints = [models.UniqueConstraint(fields=["task", "n"], name="attempt_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.task_id} attempt {self.n}: {self.outcome or 'open'}"
 
 
 class Dependency(models.Model):

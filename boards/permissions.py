@@ -22,6 +22,9 @@ ACTIONS: dict[str, Role] = {
     "status": Role.OPERATOR,
     "reassign": Role.OPERATOR,
     "message": Role.OPERATOR,
+    "retry": Role.OPERATOR,
+    "priority": Role.OPERATOR,
+    "unblock": Role.OPERATOR,
     # approvers decide what agents asked, and what needs asking
     "approve": Role.APPROVER,
     "deny": Role.APPROVER,
@@ -32,6 +35,7 @@ ACTIONS: dict[str, Role] = {
     "tokens": Role.ADMIN,
     "members": Role.ADMIN,
     "agents": Role.ADMIN,
+    "settings": Role.ADMIN,
 }
 
 

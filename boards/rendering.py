@@ -60,6 +60,7 @@ def board_context(board: Board) -> dict[str, Any]:
         ],
         # The same order as the pushed strip: oldest request first.
         "approvals": selectors.approval_requests(board),
+        "attention": selectors.attention_requests(board),
         "roster": roster,
         "stale": stale_agents(roster),
         "owners": owners,
@@ -89,6 +90,7 @@ def header_context(board: Board) -> dict[str, Any]:
             for key, title in COLUMN_TITLES.items()
         ],
         "approvals": selectors.approval_requests(board),
+        "attention": selectors.attention_requests(board),
         "roster": selectors.roster(board),
         "oob": True,
     }
@@ -99,6 +101,7 @@ def header_parts(context: dict[str, Any]) -> dict[str, str]:
     parts: dict[str, str] = {
         "board-summary": render_to_string("boards/board.html#summary", context),
         "approvals": render_to_string("boards/board.html#approvals", context),
+        "attention": render_to_string("boards/board.html#attention", context),
         "roster": render_to_string("boards/roster.html", context),
     }
     for col in context["columns"]:

@@ -73,6 +73,8 @@ Metadata = Annotated[
 IdList = Annotated[list[TaskId], Field(max_length=100)]
 RefList = Annotated[list[TaskRef], Field(max_length=100)]
 Status = Literal["pending", "in_progress", "completed", "failed", "cancelled"]
+PriorityName = Literal["urgent", "high", "normal", "low"]
+PRIORITY_HELP = "urgent, high, normal (the default) or low; claim-next takes the highest first."
 
 
 class ToolInput(BaseModel):
@@ -95,6 +97,7 @@ class TaskCreateInput(ToolInput):
     requiresApproval: StrictBool = Field(
         False, description="When true, a person must approve before anyone can start the task."
     )
+    priority: PriorityName = Field("normal", description=PRIORITY_HELP)
 
 
 class TaskGetInput(ToolInput):
@@ -119,6 +122,7 @@ class _UpdateFields(ToolInput):
     prompt: Long | None = None
     result: Long | None = Field(None, description="The task's output; set it when completing.")
     notes: Long | None = None
+    priority: PriorityName | None = Field(None, description=PRIORITY_HELP)
     expectedVersion: Annotated[StrictInt, Field(ge=1)] | None = Field(
         None, description="Fail with 409 unless the task is still at this version."
     )
@@ -129,10 +133,11 @@ class TaskUpdateInput(_UpdateFields):
 
 
 class TaskListInput(ToolInput):
-    view: Literal["all", "open", "ready", "blocked", "in_progress", "done"] = Field(
+    view: Literal["all", "open", "ready", "blocked", "stuck", "in_progress", "done"] = Field(
         "all",
         description="open = pending or in progress; ready = pending, unblocked, not awaiting "
-        "approval (work you can claim now); done = completed, failed or cancelled.",
+        "approval (work you can claim now); stuck = waiting on a blocker that failed or was "
+        "cancelled (a person must decide); done = completed, failed or cancelled.",
     )
     status: Status | None = None
     owner: Annotated[str, StringConstraints(max_length=100)] | None = None
@@ -147,7 +152,22 @@ class TaskListInput(ToolInput):
 
 class TaskClaimInput(ToolInput):
     taskId: TaskId | None = Field(
-        None, description="The task to claim. Omit it to claim the lowest-numbered ready task."
+        None,
+        description="The task to claim. Omit it to claim the ready task of highest priority "
+        "(then lowest number).",
+    )
+    leaseSeconds: StrictInt | None = Field(
+        None,
+        ge=5,
+        le=86_400,
+        description="How long your claim lasts without a tool call from you (5 to 86400; "
+        "default: the board's setting). Any call renews it; TaskHeartbeat during long work.",
+    )
+
+
+class TaskHeartbeatInput(ToolInput):
+    taskId: TaskId | None = Field(
+        None, description="Renew the lease on this task only (default: all your leases)."
     )
 
 
@@ -168,6 +188,7 @@ class BatchCreate(ToolInput):
     metadata: Metadata | None = None
     prompt: Long = ""
     requiresApproval: StrictBool = False
+    priority: PriorityName = "normal"
 
 
 class BatchUpdate(_UpdateFields):
@@ -236,6 +257,7 @@ def update_kwargs(data: _UpdateFields) -> dict[str, Any]:
         "prompt": "prompt",
         "result": "result",
         "notes": "notes",
+        "priority": "priority",
         "expectedVersion": "expected_version",
     }
     return {py: getattr(data, public) for public, py in mapping.items() if public in sent}
@@ -275,9 +297,10 @@ TOOL_DESCRIPTIONS: dict[str, str] = {
         "input lists everything."
     ),
     "TaskClaim": (
-        "Take a task and start it: atomically sets you as owner and status in_progress. "
-        "Omit taskId to claim the lowest-numbered ready task (returns task: null when "
-        "nothing is ready). Fails with 409 when the task is blocked, owned by another "
+        "Take a task and start it: atomically sets you as owner and status in_progress, "
+        "with a lease (task.lease.expiresAt) that your tool calls renew; if you go silent "
+        "past it the task returns to pending. Omit taskId to claim the ready task of "
+        "highest priority (returns task: null when nothing is ready). Fails with 409 when the task is blocked, owned by another "
         "agent, finished, or awaiting someone else's approval; claiming your own task "
         "again is a no-op. When the task requires approval, the claim asks a person "
         "instead and answers 202 with awaitingApproval: true; call TaskWatch to wait for "
@@ -305,6 +328,13 @@ TOOL_DESCRIPTIONS: dict[str, str] = {
         "the migration — ok?'). The request shows on the board; wait for the answer with "
         "TaskWatch. If denied, the task is cancelled with the person's note."
     ),
+    "TaskHeartbeat": (
+        "Keep your claims alive during long silent work. Every claim has a lease "
+        "(task.lease.expiresAt); any tool call of yours renews all of them, and when one "
+        "lapses the task goes back to pending for another agent and your next write to it "
+        "fails with 409 lease_lost. Call this when you work for a long time without other "
+        "calls. Returns {leases: [{taskId, lease: {expiresAt}}]}."
+    ),
     "InboxRead": (
         "Read messages people sent you (oldest first). Every tool answer carries "
         "unreadMessages: when it is above 0, call InboxRead with ack: true and follow "
@@ -323,6 +353,7 @@ TOOL_INPUTS: dict[str, type[ToolInput]] = {
     "TaskWatch": TaskWatchInput,
     "TaskRequestApproval": TaskRequestApprovalInput,
     "InboxRead": InboxReadInput,
+    "TaskHeartbeat": TaskHeartbeatInput,
 }
 
 

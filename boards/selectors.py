@@ -21,6 +21,7 @@ from .models import (
     TERMINAL_STATUSES,
     Agent,
     ApprovalState,
+    Attempt,
     Board,
     Dependency,
     Event,
@@ -30,7 +31,18 @@ from .models import (
 )
 
 COLUMNS = ("pending", "in_progress", "blocked", "completed")
-COUNT_KEYS = ("pending", "in_progress", "blocked", "completed", "failed", "cancelled", "ready")
+# A blocker that ended like this will not complete by itself: its dependents are stuck.
+DEAD_ENDS = frozenset({Status.FAILED, Status.CANCELLED})
+COUNT_KEYS = (
+    "pending",
+    "in_progress",
+    "blocked",
+    "completed",
+    "failed",
+    "cancelled",
+    "ready",
+    "stuck",
+)
 
 
 def parse_task_id(value: str | int) -> int:
@@ -58,10 +70,30 @@ class TaskView:
     blocks: list[int]
     children: list[int] = field(default_factory=list)
     depth: int | None = None
+    # Blockers that failed or were cancelled: this task cannot start until a person acts.
+    stuck_on: list[int] = field(default_factory=list)
+    # The status each blocker in ``stuck_on`` ended with ("failed" / "cancelled").
+    dead_ends: dict[int, str] = field(default_factory=dict)
+    max_attempts: int = 3
 
     @property
     def number(self) -> int:
         return self.task.number
+
+    @property
+    def stuck(self) -> bool:
+        return self.task.status not in TERMINAL_STATUSES and bool(self.stuck_on)
+
+    @property
+    def needs_attention(self) -> str | None:
+        """Why a person must look (it failed or timed out maxAttempts times), or None."""
+        task = self.task
+        if task.failures >= self.max_attempts and task.status in (Status.PENDING, Status.FAILED):
+            return (
+                f"failed or timed out {task.failures} time(s) (the board allows "
+                f"{self.max_attempts}); retry, reassign or cancel it"
+            )
+        return None
 
     @property
     def blocked(self) -> bool:
@@ -82,6 +114,7 @@ class TaskView:
             self.task.status == Status.PENDING
             and not self.blocked
             and self.task.approval_state != ApprovalState.REQUESTED
+            and self.task.failures < self.max_attempts
         )
 
 
@@ -144,6 +177,13 @@ def task_to_dict(view: TaskView, *, with_children: bool = False) -> dict:
         "result": task.result,
         "notes": task.notes,
         "approval": approval_to_dict(task),
+        "priority": task.get_priority_display(),
+        "stuck": view.stuck,
+        "stuckOn": [str(n) for n in view.stuck_on] if view.stuck else [],
+        "attempt": task.attempts,
+        "lease": {"expiresAt": iso(task.lease_expires_at)} if task.lease_expires_at else None,
+        "needsAttention": view.needs_attention is not None,
+        "attention": view.needs_attention,
         "version": task.version,
         "createdAt": iso(task.created_at),
         "updatedAt": iso(task.updated_at),
@@ -181,6 +221,8 @@ class BoardSnapshot:
                 counts[status] += 1
             if view.ready:
                 counts["ready"] += 1
+            if view.stuck:
+                counts["stuck"] += 1
         return counts
 
 
@@ -209,6 +251,9 @@ def board_snapshot(board: Board) -> BoardSnapshot:
             open_blockers=sorted(b.number for b in blockers if b.status != Status.COMPLETED),
             blocks=sorted(by_pk[pk].number for pk in blocks.get(task.pk, ()) if pk in by_pk),
             children=sorted(children.get(task.pk, ())),
+            stuck_on=sorted(b.number for b in blockers if b.status in DEAD_ENDS),
+            dead_ends={b.number: b.status for b in blockers if b.status in DEAD_ENDS},
+            max_attempts=board.max_attempts,
         )
     return BoardSnapshot(board=board, views=views)
 
@@ -244,6 +289,9 @@ def task_views(
             open_blockers=sorted(bn for bn, bs in blockers if bs != Status.COMPLETED),
             blocks=sorted(tn for _, tn, bpk, _, _ in edges if bpk == task.pk),
             children=sorted(children.get(task.pk, ())),
+            stuck_on=sorted(bn for bn, bs in blockers if bs in DEAD_ENDS),
+            dead_ends={bn: bs for bn, bs in blockers if bs in DEAD_ENDS},
+            max_attempts=board.max_attempts,
         )
     return views
 
@@ -304,6 +352,7 @@ VIEWS = {
     "open": lambda v: v.task.status in (Status.PENDING, Status.IN_PROGRESS),
     "ready": lambda v: v.ready,
     "blocked": lambda v: v.blocked,
+    "stuck": lambda v: v.stuck,
     "in_progress": lambda v: v.task.status == Status.IN_PROGRESS,
     "done": lambda v: v.task.status in TERMINAL_STATUSES,
 }
@@ -408,11 +457,12 @@ def board_counts(board: Board) -> dict[str, int]:
     open_blocker = Dependency.objects.filter(task=OuterRef("pk")).exclude(
         blocker__status=Status.COMPLETED
     )
+    dead_blocker = Dependency.objects.filter(task=OuterRef("pk"), blocker__status__in=DEAD_ENDS)
     pending = Q(status=Status.PENDING)
     free = Q(is_blocked=False)
     counts = (
         Task.objects.filter(board=board)
-        .annotate(is_blocked=Exists(open_blocker))
+        .annotate(is_blocked=Exists(open_blocker), is_stuck=Exists(dead_blocker))
         .aggregate(
             pending=Count("pk", filter=pending & free),
             blocked=Count("pk", filter=pending & Q(is_blocked=True)),
@@ -420,10 +470,31 @@ def board_counts(board: Board) -> dict[str, int]:
             completed=Count("pk", filter=Q(status=Status.COMPLETED)),
             failed=Count("pk", filter=Q(status=Status.FAILED)),
             cancelled=Count("pk", filter=Q(status=Status.CANCELLED)),
-            ready=Count("pk", filter=pending & free & ~Q(approval_state=ApprovalState.REQUESTED)),
+            ready=Count(
+                "pk",
+                filter=pending
+                & free
+                & ~Q(approval_state=ApprovalState.REQUESTED)
+                & Q(failures__lt=board.max_attempts),
+            ),
+            stuck=Count(
+                "pk",
+                filter=Q(status__in=(Status.PENDING, Status.IN_PROGRESS)) & Q(is_stuck=True),
+            ),
         )
     )
     return {key: counts[key] for key in COUNT_KEYS}
+
+
+def attention_requests(board: Board) -> list[Task]:
+    """Tasks that failed or timed out the board's maxAttempts times: a person decides."""
+    return list(
+        Task.objects.filter(
+            board=board,
+            status__in=(Status.PENDING, Status.FAILED),
+            failures__gte=board.max_attempts,
+        ).order_by("updated_at", "number")[:50]
+    )
 
 
 def approval_requests(board: Board) -> list[Task]:
@@ -478,3 +549,19 @@ def board_progress(boards: Iterable[Board]) -> dict[int, dict[str, int]]:
         .annotate(total=Count("id"), done=Count("id", filter=Q(status=Status.COMPLETED)))
         .order_by()
     }
+
+
+def attempts(task: Task) -> list[dict[str, Any]]:
+    """Every attempt at the task, oldest first, as TaskGet answers them."""
+    return [
+        {
+            "n": a.n,
+            "agent": a.agent or None,
+            "startedAt": iso(a.started_at),
+            "endedAt": iso(a.ended_at),
+            "outcome": a.outcome or None,
+            "result": a.result or None,
+            "notes": a.notes or None,
+        }
+        for a in Attempt.objects.filter(task=task).order_by("n")
+    ]

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
@@ -22,7 +23,7 @@ from django_htmx.middleware import HtmxDetails
 
 from . import permissions, selectors, services
 from .errors import InvalidInput, NotFound, ServiceError
-from .models import Agent, AgentToken, Board, Membership, Role, Status, Task
+from .models import Agent, AgentToken, Board, Membership, Priority, Role, Status, Task
 from .rendering import DROP_STATUS, board_context
 
 
@@ -106,6 +107,8 @@ def _detail_context(board: Board, number: int, role: Role) -> dict[str, Any]:
         "history": selectors.task_history(board, number),
         "agents": list(Agent.objects.filter(board=board).values_list("name", flat=True)),
         "statuses": [s for s in Status if s != view.task.status],
+        "attempts": selectors.attempts(view.task),
+        "priorities": Priority.choices,
         "can": permissions.capabilities(role),
     }
 
@@ -166,6 +169,24 @@ def _run_action(request: HtmxHttpRequest, board: Board, number: int, action: str
             person=person,
             task_id=number,
             required=post.get("required", "") in ("1", "true", "on"),
+        )
+    elif action == "retry":
+        # A person's retry: back to pending with its attempts counted afresh (lifecycle).
+        services.task_update(
+            board=board, actor=person, person=True, task_id=number, status="pending"
+        )
+    elif action == "priority":
+        services.task_update(
+            board=board, actor=person, person=True, task_id=number, priority=post.get("priority")
+        )
+    elif action == "unblock":
+        # Going on without a blocker (e.g. one that failed) is a person's decision.
+        services.task_update(
+            board=board,
+            actor=person,
+            person=True,
+            task_id=number,
+            remove_blocked_by=[post.get("blocker", "")],
         )
     elif action == "message":
         task = Task.objects.filter(board=board, number=number).first()
@@ -327,3 +348,34 @@ def message_send_post(request: HtmxHttpRequest, board: Board, role: Role) -> Htt
         return HttpResponse('<p class="ok" role="status">Message queued.</p>')
     messages.success(request, "Message queued.")
     return redirect("board", slug=board.slug)
+
+
+@board_access("settings")
+def board_settings(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResponse:
+    """The board's work settings: lease length, attempts before a person looks, WIP limits."""
+    error = ""
+    if request.method == "POST":
+        values: dict[str, int | None] = {}
+        for public in services.BOARD_SETTINGS:
+            raw = request.POST.get(public, "").strip()
+            if not raw:
+                values[public] = None
+            elif raw.isdigit() and len(raw) <= 9:
+                values[public] = int(raw)
+            else:
+                error = f"{public}: a whole number, or empty"
+                break
+        if not error:
+            try:
+                services.board_settings(board=board, actor=_person(request), **values)
+            except ServiceError as exc:
+                error = exc.message
+            else:
+                messages.success(request, "Settings saved.")
+                return redirect("board-settings", slug=board.slug)
+    context = {
+        "board": board,
+        "error": error,
+        "default_lease": settings.KANBAN_LEASE_SECONDS,
+    }
+    return render(request, "boards/settings.html", context, status=400 if error else 200)

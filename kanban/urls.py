@@ -28,6 +28,7 @@ urlpatterns = [
         name="token-revoke",
     ),
     path("boards/<slug:slug>/members/", views.member_list, name="members"),
+    path("boards/<slug:slug>/settings/", views.board_settings, name="board-settings"),
     path("boards/<slug:slug>/messages/", views.message_send_post, name="message-send"),
     path("boards/<slug:slug>/tasks/<number:number>/", views.task_detail, name="task"),
     path(

@@ -180,13 +180,29 @@
     }
   });
 
+  // Each lease shows its time left, counted down here between pushes (a renewal is pushed).
+  function showLeases() {
+    document.querySelectorAll("time[data-lease]").forEach(function (el) {
+      var left = Math.round((Date.parse(el.getAttribute("datetime")) - Date.now()) / 1000);
+      var text;
+      if (left <= 0) text = "lapsing";
+      else if (left < 120) text = left + " s left";
+      else if (left < 7200) text = Math.round(left / 60) + " min left";
+      else text = Math.round(left / 3600) + " h left";
+      if (el.textContent !== text) el.textContent = text;
+    });
+  }
+
   function start() {
     var el = board();
     if (!el) return;
-    new MutationObserver(sortColumns).observe(el, { childList: true, subtree: true });
+    new MutationObserver(function () { sortColumns(); showLeases(); })
+      .observe(el, { childList: true, subtree: true });
     document.getElementById("owner-filter").addEventListener("change", applyFilter);
     setUpDragAndDrop();
     setInterval(markStale, 10000);
+    setInterval(showLeases, 1000);
+    showLeases();
     window.addEventListener("pageshow", function (event) { if (event.persisted) location.reload(); });
     sortColumns();
     markStale();

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -10,6 +11,10 @@ from django.test import Client
 
 from boards.models import Board, Membership, Role
 from tests.factories import make_board, make_token
+
+# No lease sweeper thread in this process: tests call services.leases_sweep() themselves.
+# Servers started by the tests are other processes and sweep as in production.
+os.environ["KANBAN_NO_SWEEPER_PID"] = str(os.getpid())
 
 
 @dataclass

@@ -199,6 +199,7 @@ def test_list_views_and_counts(alice):
         "failed": 0,
         "cancelled": 0,
         "ready": 1,
+        "stuck": 0,
     }
 
     def ids(**body):

@@ -48,6 +48,11 @@ DOORS = [
     Door("tokens", "get", "/boards/team/tokens/", ok=200),
     Door("tokens", "post", "/boards/team/tokens/", {"agent": "carol"}),
     Door("tokens", "post", "/boards/team/tokens/{token}/revoke/"),
+    Door("retry", "post", "/boards/team/tasks/3/retry/"),
+    Door("priority", "post", "/boards/team/tasks/1/priority/", {"priority": "urgent"}),
+    Door("unblock", "post", "/boards/team/tasks/4/unblock/", {"blocker": "3"}),
+    Door("settings", "get", "/boards/team/settings/", ok=200),
+    Door("settings", "post", "/boards/team/settings/", {"maxAttempts": "5"}),
     Door("members", "get", "/boards/team/members/", ok=200),
     Door("members", "post", "/boards/team/members/", {"username": "sam", "role": "viewer"}),
 ]
@@ -71,6 +76,9 @@ def scene(board, django_user_model) -> Board:
     make_task(board, "Plain work")
     gated = make_task(board, "Drop the table", requires_approval=True)
     services.task_claim(board=board, agent="alice", task_id=gated.number)
+    make_task(board, "Broken")  # 3: failed, to retry
+    make_task(board, "After the broken one", blocked_by=["3"])  # 4: stuck on 3
+    services.task_update(board=board, actor="alice", task_id=3, status="failed")
     django_user_model.objects.create_user("sam", password="pw-sam-1234")
     return board
 
@@ -117,6 +125,9 @@ def test_the_role_table_is_what_the_spec_says():
         "status": "operator",
         "reassign": "operator",
         "message": "operator",
+        "retry": "operator",
+        "priority": "operator",
+        "unblock": "operator",
         "approve": "approver",
         "deny": "approver",
         "require-approval": "approver",
@@ -125,6 +136,7 @@ def test_the_role_table_is_what_the_spec_says():
         "tokens": "admin",
         "members": "admin",
         "agents": "admin",
+        "settings": "admin",
     }
 
 

@@ -8,12 +8,18 @@ recorded, published after commit). The modules, by noun:
 - ``work``: the unit of work, ``Outcome``, the shared input checks;
 - ``lifecycle``: the task state machine, every status rule and the approval gate;
 - ``graph``: references, dependency edges, cycles, parents;
+- ``leases``: renewing leases, the heartbeat, and the sweeper that reclaims lapsed ones;
 - ``tasks``, ``approvals``, ``boards``, ``members``, ``messages``, ``agents``: the services.
 """
 
 from .agents import agent_remove, agent_seen, token_issue, token_revoke
 from .approvals import approval_decide, approval_request, approval_require
-from .boards import board_create, board_reset
+from .boards import SETTINGS as BOARD_SETTINGS
+from .boards import board_create, board_reset, board_settings
+from .leases import heartbeat as task_heartbeat
+from .leases import renew as leases_renew
+from .leases import start_sweeper
+from .leases import sweep as leases_sweep
 from .members import member_remove, member_set
 from .messages import inbox_read, message_send
 from .tasks import (
@@ -28,6 +34,7 @@ from .tasks import (
 from .work import UNSET, Outcome
 
 __all__ = [
+    "BOARD_SETTINGS",
     "UNSET",
     "Outcome",
     "agent_remove",
@@ -37,15 +44,20 @@ __all__ = [
     "approval_require",
     "board_create",
     "board_reset",
+    "board_settings",
     "inbox_read",
+    "leases_renew",
+    "leases_sweep",
     "member_remove",
     "member_set",
     "message_send",
+    "start_sweeper",
     "task_batch",
     "task_claim",
     "task_claim_next",
     "task_create",
     "task_delete",
+    "task_heartbeat",
     "task_reassign",
     "task_update",
     "token_issue",

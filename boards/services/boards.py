@@ -41,3 +41,41 @@ def board_reset(*, board: Board, actor: str) -> Outcome:
         work.reset = True
         work.record("reset", None)
     return Outcome(None, work.changes)
+
+
+# The board's work settings: public name → (model field, smallest, largest); None clears.
+SETTINGS = {
+    "leaseSeconds": ("lease_seconds", 1, 86_400),
+    "maxAttempts": ("max_attempts", 1, 100),
+    "maxInProgressPerAgent": ("max_in_progress_per_agent", 1, 10_000),
+    "maxInProgress": ("max_in_progress", 1, 100_000),
+}
+
+
+def board_settings(*, board: Board, actor: str, **values: int | None) -> Board:
+    """Change the board's work settings (an admin's decision); each change is an event."""
+    changed: dict[str, dict] = {}
+    with unit_of_work(board, actor, person=True) as work:
+        for public, value in values.items():
+            if public not in SETTINGS:
+                raise InvalidInput(f"{public}: not a board setting", details=[{"field": public}])
+            field, low, high = SETTINGS[public]
+            if value is None and field == "max_attempts":
+                raise InvalidInput("maxAttempts: required", details=[{"field": public}])
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high
+            ):
+                raise InvalidInput(
+                    f"{public}: a whole number from {low} to {high}", details=[{"field": public}]
+                )
+            if getattr(work.board, field) != value:
+                changed[public] = {"from": getattr(work.board, field), "to": value}
+                setattr(work.board, field, value)
+        if changed:
+            Board.objects.filter(pk=work.board.pk).update(
+                **{SETTINGS[public][0]: entry["to"] for public, entry in changed.items()}
+            )
+            work.record("settings", None, fields=changed)
+    for public in changed:
+        setattr(board, SETTINGS[public][0], getattr(work.board, SETTINGS[public][0]))
+    return board

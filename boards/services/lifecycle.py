@@ -18,10 +18,14 @@ whose code names the rule and whose message names the task.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
+
 from ..errors import Conflict, InvalidInput
-from ..models import TERMINAL_STATUSES, ApprovalState, Status, Task
+from ..models import TERMINAL_STATUSES, ApprovalState, Attempt, AttemptOutcome, Status, Task
+from ..selectors import iso
 from .graph import open_blockers
 from .work import Outcome, Work, shown
 
@@ -41,6 +45,17 @@ TRANSITIONS: dict[str, frozenset[str]] = {
 GATED_FOR_AGENTS = frozenset({Status.COMPLETED, Status.FAILED})
 # Changing these re-asks an approval: it was given for the task as it was.
 APPROVED_CONTENT = frozenset({"subject", "description", "prompt", "metadata"})
+# How an attempt ends when its task leaves in progress for this status.
+ATTEMPT_ENDS: dict[str, str] = {
+    Status.PENDING: AttemptOutcome.RELEASED,
+    Status.COMPLETED: AttemptOutcome.COMPLETED,
+    Status.FAILED: AttemptOutcome.FAILED,
+    Status.CANCELLED: AttemptOutcome.CANCELLED,
+}
+# A blocker entering or leaving these changes how its dependents look (blocked, stuck).
+DEPENDENTS_SEE = frozenset({Status.COMPLETED, Status.FAILED, Status.CANCELLED})
+# Outcomes that count against the board's maxAttempts.
+FAILED_OUTCOMES = frozenset({AttemptOutcome.FAILED, AttemptOutcome.TIMED_OUT})
 
 
 def _refuse(task: Task, code: str, reason: str, **details: Any) -> Conflict:
@@ -115,6 +130,8 @@ def check_status(work: Work, task: Task, status: str) -> None:
     _check_gate(work, task, status)
     if status == Status.IN_PROGRESS:
         _check_may_start(task)
+        if not work.person and task.owner:
+            check_wip(work, task.owner)
 
 
 def set_status(work: Work, task: Task, status: str) -> dict[str, Any]:
@@ -125,11 +142,13 @@ def set_status(work: Work, task: Task, status: str) -> dict[str, Any]:
     check_status(work, task, status)
     work.graph_may_change()
     work.restatused.add(task.number)
-    if Status.COMPLETED in (status, task.status):
-        # Dependents show "blocked by" only unfinished blockers: their cards change too.
+    if {status, task.status} & DEPENDENTS_SEE:
+        # Dependents show unfinished blockers, and which ones failed: their cards change too.
         work.touched.update(task.blocks.values_list("number", flat=True))
     diff: dict[str, Any] = {"status": {"from": task.status, "to": status}}
     reopened = task.status in TERMINAL_STATUSES and status not in TERMINAL_STATUSES
+    if work.person and status == Status.PENDING:
+        task.failures = 0  # a person's retry: the task gets its attempts back
     task.status = status
     task.completed_at = work.now if status in TERMINAL_STATUSES else None
     if reopened:
@@ -177,7 +196,7 @@ def _start(work: Work, task: Task, owner: str) -> dict[str, Any]:
     return diff
 
 
-def claim(work: Work, task: Task) -> Outcome:
+def claim(work: Work, task: Task, *, lease_seconds: int | None = None) -> Outcome:
     """The work's actor (an agent) takes ``task`` and starts it, or asks for its approval.
 
     Refused when the task is finished, owned by someone else, blocked, or awaits
@@ -205,7 +224,11 @@ def claim(work: Work, task: Task) -> Outcome:
         _check_gate(work, task, Status.IN_PROGRESS)  # a denied task stays denied
         request_approval(work, task, "claimed; waiting for approval before starting")
         return Outcome(task.number, work.changes, awaiting_approval=True)
-    work.save_task(task, "claimed", fields=_start(work, task, agent))
+    check_wip(work, agent)
+    was_status, was_owner = task.status, task.owner
+    fields = _start(work, task, agent)
+    settle(work, task, was_status, was_owner, lease_seconds=lease_seconds)
+    work.save_task(task, "claimed", fields=fields)
     return Outcome(task.number, work.changes)
 
 
@@ -252,6 +275,7 @@ def decide(work: Work, task: Task, *, approve: bool, note: str) -> None:
     task.approval_note = note
     task.approval_version = task.version + 1  # the version this save gives the task
     fields: dict[str, Any] = {"requestedBy": requester}
+    was_status, was_owner = task.status, task.owner
     if approve:
         starts = (
             task.status == Status.PENDING
@@ -264,5 +288,129 @@ def decide(work: Work, task: Task, *, approve: bool, note: str) -> None:
         fields["status"] = {"from": task.status, "to": Status.CANCELLED}
         task.status = Status.CANCELLED
         task.completed_at = work.now
+    settle(work, task, was_status, was_owner)
     kind = "approved" if approve else "denied"
     work.save_task(task, kind, change=kind, note=note, fields=fields, version=task.approval_version)
+
+
+# -- leases and attempts --------------------------------------------------------------
+
+
+def lease_length(work: Work, requested: int | None = None) -> int:
+    """The claim's ``leaseSeconds``, else the board's setting, else the server's default."""
+    return int(requested or work.board.lease_seconds or settings.KANBAN_LEASE_SECONDS)
+
+
+def _lease(work: Work, task: Task, seconds: int | None) -> None:
+    task.lease_seconds = lease_length(work, seconds)
+    task.lease_expires_at = work.now + timedelta(seconds=task.lease_seconds)
+
+
+def settle(
+    work: Work,
+    task: Task,
+    was_status: str,
+    was_owner: str,
+    *,
+    lease_seconds: int | None = None,
+    outcome: str | None = None,
+) -> None:
+    """Attempts and leases follow the task's status and owner (call before saving it).
+
+    Entering in progress, or a new owner while in progress, starts an attempt (and
+    a lease when someone owns it); leaving in progress, or losing its owner, ends
+    the attempt with the outcome the new status means (or ``outcome``).
+    """
+    running_before = was_status == Status.IN_PROGRESS
+    running_now = task.status == Status.IN_PROGRESS
+    owner_changed = task.owner != was_owner
+    if running_before and (not running_now or owner_changed):
+        ended = outcome or (ATTEMPT_ENDS[task.status] if not running_now else "reassigned")
+        _end_attempt(work, task, ended)
+    if running_now and (not running_before or owner_changed):
+        task.attempts += 1
+        Attempt.objects.create(task=task, n=task.attempts, agent=task.owner, started_at=work.now)
+        if task.owner and task.owner == task.lease_lost_by:
+            task.lease_lost_by = ""  # it claimed the work again: its writes count again
+    if running_now and task.owner:
+        if not running_before or owner_changed or task.lease_expires_at is None:
+            _lease(work, task, lease_seconds)
+    else:
+        task.lease_expires_at = None
+        task.lease_seconds = None
+
+
+def _end_attempt(work: Work, task: Task, outcome: str) -> None:
+    Attempt.objects.filter(task=task, n=task.attempts, ended_at=None).update(
+        ended_at=work.now, outcome=outcome, result=task.result, notes=task.notes
+    )
+    if outcome in FAILED_OUTCOMES:
+        task.failures += 1
+
+
+def check_lease(work: Work, task: Task) -> None:
+    """An agent whose lease on ``task`` lapsed may not write to it until it claims it again."""
+    if work.person:
+        return
+    lapsed_now = (
+        task.status == Status.IN_PROGRESS
+        and task.owner == work.actor
+        and task.lease_expires_at is not None
+        and task.lease_expires_at <= work.now
+    )
+    if lapsed_now or (task.lease_lost_by and task.lease_lost_by == work.actor):
+        raise _refuse(
+            task,
+            "lease_lost",
+            f"is no longer yours: your lease lapsed (no tool call for "
+            f"{task.lease_seconds or lease_length(work)} s) and the task went back to pending; "
+            "claim it again with TaskClaim if it still needs doing",
+            owner=task.owner or None,
+        )
+
+
+def check_wip(work: Work, agent: str) -> None:
+    """The board's work-in-progress limits, per agent and in all (None: no limit)."""
+    board = work.board
+    per_agent, overall = board.max_in_progress_per_agent, board.max_in_progress
+    if per_agent is None and overall is None:
+        return
+    running = Task.objects.filter(board=board, status=Status.IN_PROGRESS)
+    if per_agent is not None:
+        held = list(running.filter(owner=agent).order_by("number").values_list("number", flat=True))
+        if len(held) >= per_agent:
+            raise Conflict(
+                f"{agent} already has {len(held)} task(s) in progress "
+                f"({', '.join(f'#{n}' for n in held)}); this board allows {per_agent} per agent",
+                code="wip_limit",
+                details={"limit": per_agent, "scope": "agent", "held": [str(n) for n in held]},
+            )
+    if overall is not None:
+        count = running.count()
+        if count >= overall:
+            raise Conflict(
+                f"The board has {count} task(s) in progress; it allows {overall} at once",
+                code="wip_limit",
+                details={"limit": overall, "scope": "board", "inProgress": count},
+            )
+
+
+def reclaim(work: Work, task: Task) -> None:
+    """The lease on ``task`` lapsed: back to pending, unowned; the attempt timed out."""
+    owner, expired = task.owner, task.lease_expires_at
+    task.lease_lost_by = owner
+    task.owner = ""
+    task.status = Status.PENDING
+    settle(work, task, Status.IN_PROGRESS, owner, outcome=AttemptOutcome.TIMED_OUT)
+    work.restatused.add(task.number)
+    work.save_task(
+        task,
+        "reclaimed",
+        change="reclaimed",
+        owner=owner,
+        leaseExpiredAt=iso(expired),
+        fields={
+            "status": {"from": Status.IN_PROGRESS, "to": Status.PENDING},
+            "owner": {"from": owner, "to": ""},
+        },
+    )

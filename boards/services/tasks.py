@@ -8,7 +8,7 @@ from typing import Any
 from django.db.models import F
 
 from ..errors import Conflict, InvalidInput
-from ..models import ApprovalState, Board, Status, Task
+from ..models import PRIORITY_BY_NAME, ApprovalState, Board, Priority, Status, Task
 from ..selectors import blocked_numbers, task_to_dict, task_view
 from . import graph, lifecycle
 from .work import (
@@ -58,6 +58,17 @@ def merge_metadata(current: Mapping[str, Any], patch: Mapping[str, Any]) -> dict
     return merged
 
 
+def priority_value(name: str | None) -> int:
+    """``"urgent"`` … ``"low"`` as stored (None: normal)."""
+    if name is None:
+        return Priority.NORMAL
+    if name not in PRIORITY_BY_NAME:
+        raise InvalidInput(
+            f"priority: one of {', '.join(PRIORITY_BY_NAME)}", details=[{"field": "priority"}]
+        )
+    return PRIORITY_BY_NAME[name]
+
+
 def _create(
     work: Work,
     *,
@@ -67,6 +78,7 @@ def _create(
     metadata: Mapping[str, Any] | None = None,
     prompt: str = "",
     requires_approval: bool = False,
+    priority: str | None = None,
 ) -> Task:
     work.board.task_counter += 1
     task = Task.objects.create(
@@ -79,6 +91,7 @@ def _create(
         prompt=prompt,
         created_by=work.actor,
         approval_required=requires_approval,
+        priority=priority_value(priority),
     )
     work.created.add(task.number)
     work.record("created", task.number, subject=task.subject)
@@ -99,6 +112,7 @@ def task_create(
     metadata: Mapping[str, Any] | None = None,
     prompt: str = "",
     requires_approval: bool = False,
+    priority: str | None = None,
 ) -> Outcome:
     """Create a pending task numbered from the board's high-water mark.
 
@@ -114,6 +128,7 @@ def task_create(
             metadata=metadata,
             prompt=prompt,
             requires_approval=requires_approval,
+            priority=priority,
         )
         graph.link(work, task, blocked_by=blocked_by, blocks=blocks, parent_id=parent_id)
     return Outcome(task.number, work.changes)
@@ -138,8 +153,16 @@ def _update(
     kind: str | None = None,
 ) -> list[str]:
     """Apply a partial update to a locked task; returns the public names of changed fields."""
+    lifecycle.check_lease(work, task)
     _check_version(work, task, fields.get("expected_version"))
     diff: dict[str, Any] = {}
+    was_status, was_owner = task.status, task.owner
+
+    if fields.get("priority") is not None:
+        priority = priority_value(fields["priority"])
+        if priority != task.priority:
+            diff["priority"] = {"from": task.get_priority_display(), "to": fields["priority"]}
+            task.priority = priority
 
     for name, (public, limit) in UPDATABLE_TEXT.items():
         if name in fields and fields[name] is not None:
@@ -193,11 +216,13 @@ def _update(
 
     if not diff:
         return []
+    lifecycle.settle(work, task, was_status, was_owner)
     work.save_task(task, kind or ("status" if "status" in diff else "updated"), fields=diff)
     return list(diff)
 
 
 def _delete(work: Work, task: Task) -> None:
+    lifecycle.check_lease(work, task)
     lifecycle.check_delete(work, task)
     work.graph_may_change()
     for child in Task.objects.filter(parent=task):
@@ -236,6 +261,7 @@ def task_update(
     prompt: str | None = None,
     result: str | None = None,
     notes: str | None = None,
+    priority: str | None = None,
     expected_version: int | None = None,
 ) -> Outcome:
     """Change any of a task's fields; ``status="deleted"`` deletes it.
@@ -260,6 +286,7 @@ def task_update(
         "prompt": prompt,
         "result": result,
         "notes": notes,
+        "priority": priority,
         "expected_version": expected_version,
     }
     if parent_id is not UNSET:
@@ -283,31 +310,37 @@ def task_delete(*, board: Board, actor: str, task_id: str | int, person: bool = 
     return Outcome(None, work.changes)
 
 
-def task_claim(*, board: Board, agent: str, task_id: str | int) -> Outcome:
+def task_claim(
+    *, board: Board, agent: str, task_id: str | int, lease_seconds: int | None = None
+) -> Outcome:
     """Atomically make ``agent`` the owner of a task and start it (``lifecycle.claim``).
 
     A task that requires approval is not started: the claim records an
     approval request instead (``awaiting_approval``).
     """
     with unit_of_work(board, agent) as work:
-        outcome = lifecycle.claim(work, work.task(task_id))
+        outcome = lifecycle.claim(work, work.task(task_id), lease_seconds=lease_seconds)
     return outcome
 
 
-def task_claim_next(*, board: Board, agent: str) -> Outcome:
-    """Claim the lowest-numbered ready task, atomically; ``task_number`` is None when none is ready."""
+def task_claim_next(*, board: Board, agent: str, lease_seconds: int | None = None) -> Outcome:
+    """Claim the ready task of highest priority, then lowest number, atomically.
+
+    ``task_number`` is None when none is ready. Tasks that failed or timed out
+    ``maxAttempts`` times wait for a person (needs attention) and are not offered.
+    """
     with unit_of_work(board, agent) as work:
         blocked = blocked_numbers(work.board)
         candidates = (
             Task.objects.filter(board=work.board, status=Status.PENDING)
             .exclude(approval_state=ApprovalState.REQUESTED)
             .exclude(number__in=blocked)
-            .filter(owner__in=["", agent])
-            .order_by("number")
+            .filter(owner__in=["", agent], failures__lt=work.board.max_attempts)
+            .order_by("priority", "number")
         )
         task = candidates.first()
         if task is not None:
-            return lifecycle.claim(work, task)
+            return lifecycle.claim(work, task, lease_seconds=lease_seconds)
     return Outcome(None, [])
 
 
@@ -333,6 +366,7 @@ def _batch_create(work: Work, index: int, op: Mapping[str, Any], refs: dict[str,
         metadata=op.get("metadata"),
         prompt=op.get("prompt") or "",
         requires_approval=bool(op.get("requires_approval")),
+        priority=op.get("priority"),
     )
     ref = op.get("ref")
     if ref:

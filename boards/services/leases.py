@@ -1,0 +1,149 @@
+"""Leases on in-progress work: renewed while the owner calls, reclaimed when they lapse.
+
+An agent that calls tools is alive: every call renews its leases (``renew``, from
+``boards.auth``), and ``heartbeat`` (TaskHeartbeat) does it explicitly during long
+silent work. A lease that lapses is reclaimed by ``sweep``, which every server
+process runs about once a second in a background thread (``start_sweeper``):
+the task goes back to pending through the state machine (``lifecycle.reclaim``)
+in the board's unit of work, re-checked under the board's lock, so when several
+processes sweep at once each lapse is reclaimed exactly once.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections import defaultdict
+from datetime import datetime, timedelta
+
+from django.db import close_old_connections
+from django.utils import timezone
+
+from .. import events
+from ..errors import Conflict
+from ..models import Board, Status, Task
+from ..selectors import iso
+from . import lifecycle
+from .work import unit_of_work
+
+logger = logging.getLogger(__name__)
+
+SWEEPER_ACTOR = "system"
+SWEEP_INTERVAL_SECONDS = 1.0
+
+
+def _slack(seconds: int) -> float:
+    """How stale a lease may get before a call renews it: renewals write (and re-render
+    the card) at most every minute for long leases, often enough for short ones."""
+    return max(0.5, min(60.0, seconds / 10))
+
+
+def renew(*, board: Board, agent: str, task_number: int | None = None, force: bool = False) -> int:
+    """Renew ``agent``'s unexpired leases on the board (or one task's); returns how many.
+
+    Cheap when nothing is due: one indexed read. A renewal re-renders the card (its
+    time left) on open boards, but records no event: nothing happened to the task.
+    """
+    now = timezone.now()
+    held = Task.objects.filter(
+        board=board, owner=agent, status=Status.IN_PROGRESS, lease_expires_at__gt=now
+    )
+    if task_number is not None:
+        held = held.filter(number=task_number)
+    due: dict[int, list[int]] = defaultdict(list)
+    for number, seconds, expires in held.values_list("number", "lease_seconds", "lease_expires_at"):
+        seconds = seconds or 0
+        stale = expires is not None and expires < now + timedelta(seconds=seconds - _slack(seconds))
+        if seconds and (force or stale):
+            due[seconds].append(number)
+    renewed = 0
+    for seconds, numbers in due.items():
+        renewed += Task.objects.filter(
+            board=board, number__in=numbers, owner=agent, lease_expires_at__gt=now
+        ).update(lease_expires_at=now + timedelta(seconds=seconds))
+    if renewed:
+        events.publish(board, [], {n for numbers in due.values() for n in numbers})
+    return renewed
+
+
+def heartbeat(*, board: Board, agent: str, task_id: str | int | None = None) -> list[dict]:
+    """TaskHeartbeat: renew now; with a task, refuse (409) when the agent does not hold it."""
+    number = None
+    if task_id is not None:
+        with unit_of_work(board, agent) as work:
+            task = work.task(task_id)
+            lifecycle.check_lease(work, task)
+            if task.owner != agent or task.status != Status.IN_PROGRESS:
+                raise Conflict(
+                    f"Task #{task.number} is not in progress under your name "
+                    f"(status {task.status}, owner {task.owner or 'nobody'})",
+                    code="not_owner",
+                )
+            number = task.number
+    renew(board=board, agent=agent, task_number=number, force=True)
+    held = Task.objects.filter(
+        board=board, owner=agent, status=Status.IN_PROGRESS, lease_expires_at__isnull=False
+    )
+    if number is not None:
+        held = held.filter(number=number)
+    return [
+        {"taskId": str(n), "lease": {"expiresAt": iso(expires)}}
+        for n, expires in held.order_by("number").values_list("number", "lease_expires_at")
+    ]
+
+
+def sweep(*, now: datetime | None = None, limit: int = 200) -> int:
+    """Reclaim every lapsed lease (up to ``limit``); returns how many this call reclaimed."""
+    now = now or timezone.now()
+    lapsed = Task.objects.filter(status=Status.IN_PROGRESS, lease_expires_at__lt=now).values_list(
+        "board_id", "number"
+    )[:limit]
+    by_board: dict[int, list[int]] = defaultdict(list)
+    for board_id, number in lapsed:
+        by_board[board_id].append(number)
+    reclaimed = 0
+    for board_id, numbers in by_board.items():
+        board = Board.objects.get(pk=board_id)
+        with unit_of_work(board, SWEEPER_ACTOR, person=True) as work:
+            # Under the board's lock: another process may have reclaimed it, or the owner
+            # renewed it, since the read above.
+            for task in Task.objects.filter(
+                board=work.board,
+                number__in=numbers,
+                status=Status.IN_PROGRESS,
+                lease_expires_at__lt=now,
+            ):
+                lifecycle.reclaim(work, task)
+                reclaimed += 1
+    return reclaimed
+
+
+_started = threading.Event()
+
+
+def _run(interval: float) -> None:
+    while True:
+        try:
+            sweep()
+        except Exception:  # a database hiccup must not end the sweeper
+            logger.exception("lease sweep failed")
+        finally:
+            close_old_connections()
+        threading.Event().wait(interval)
+
+
+def start_sweeper(interval: float = SWEEP_INTERVAL_SECONDS) -> bool:
+    """Start this process's sweeper thread once.
+
+    ``KANBAN_SWEEPER=0`` turns it off; so does ``KANBAN_NO_SWEEPER_PID`` naming this
+    process (the test runner's own process, whose tests sweep when they mean to,
+    while the servers it starts keep theirs).
+    """
+    off = os.environ.get("KANBAN_SWEEPER", "1") == "0"
+    off = off or os.environ.get("KANBAN_NO_SWEEPER_PID") == str(os.getpid())
+    if off or _started.is_set():
+        return False
+    _started.set()
+    threading.Thread(target=_run, args=(interval,), name="lease-sweeper", daemon=True).start()
+    return True
