@@ -52,7 +52,8 @@ def renew(*, board: Board, agent: str, task_number: int | None = None, force: bo
     if task_number is not None:
         held = held.filter(number=task_number)
     due: dict[int, list[int]] = defaultdict(list)
-    for number, seconds, expires in held.values_list("number", "lease_seconds", "lease_expires_at"):
+    rows = held.order_by().values_list("number", "lease_seconds", "lease_expires_at")
+    for number, seconds, expires in rows:
         seconds = seconds or 0
         stale = expires is not None and expires < now + timedelta(seconds=seconds - _slack(seconds))
         if seconds and (force or stale):
@@ -96,9 +97,12 @@ def heartbeat(*, board: Board, agent: str, task_id: str | int | None = None) -> 
 def sweep(*, now: datetime | None = None, limit: int = 200) -> int:
     """Reclaim every lapsed lease (up to ``limit``); returns how many this call reclaimed."""
     now = now or timezone.now()
-    lapsed = Task.objects.filter(status=Status.IN_PROGRESS, lease_expires_at__lt=now).values_list(
-        "board_id", "number"
-    )[:limit]
+    # No ordering: the model's default (board, number) would join and sort the boards.
+    lapsed = (
+        Task.objects.filter(status=Status.IN_PROGRESS, lease_expires_at__lt=now)
+        .order_by()
+        .values_list("board_id", "number")[:limit]
+    )
     by_board: dict[int, list[int]] = defaultdict(list)
     for board_id, number in lapsed:
         by_board[board_id].append(number)

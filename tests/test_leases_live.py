@@ -1,0 +1,92 @@
+"""Leases lapse in real server processes with nobody calling (the sweeper thread).
+
+One daphne on SQLite: claimed work whose agent went silent is back in pending
+within the lease plus a few seconds, and no request was needed for it. Two
+daphne processes on PostgreSQL: each lapse is reclaimed exactly once although
+both sweep.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.servers import Cluster, call, postgres_admin_url
+
+pytestmark = pytest.mark.slow
+
+LEASE = 2  # seconds: the servers' KANBAN_LEASE_SECONDS
+
+
+@pytest.fixture
+def clusters(tmp_path: Path) -> Iterator[list[Cluster]]:
+    made: list[Cluster] = []
+    yield made
+    for cluster in made:
+        cluster.stop()
+
+
+def _claim_all(base: str, token: str, count: int) -> None:
+    for _ in range(count):
+        status, body = call(base, "leases", token, "TaskCreate", {"subject": "Silent work"})
+        assert status == 200, body
+        status, body = call(base, "leases", token, "TaskClaim", {"taskId": body["task"]["id"]})
+        assert status == 200, body
+        assert body["task"]["lease"]["expiresAt"]
+
+
+def _attempt_outcomes(base: str, token: str, count: int) -> list[list[str]]:
+    outcomes = []
+    for number in range(1, count + 1):
+        status, body = call(base, "leases", token, "TaskGet", {"taskId": str(number)})
+        assert status == 200, body
+        outcomes.append([a["outcome"] for a in body["task"]["attempts"]])
+    return outcomes
+
+
+def test_a_silent_agents_work_returns_to_pending_with_no_request(tmp_path, clusters):
+    cluster = Cluster(tmp_path, backend="sqlite", env={"KANBAN_LEASE_SECONDS": str(LEASE)})
+    clusters.append(cluster)
+    base = cluster.start()
+    cluster.board("leases")
+    silent = cluster.token("leases", "silent")
+    observer = cluster.token("leases", "observer")
+    _claim_all(base, silent, 3)
+
+    # The scenario is silence: nobody calls the server while the leases run out.
+    time.sleep(LEASE + 3)
+
+    status, body = call(base, "leases", observer, "TaskList", {"view": "open"})
+    assert status == 200
+    assert [(t["status"], t["owner"]) for t in body["tasks"]] == [("pending", "")] * 3
+    assert _attempt_outcomes(base, observer, 3) == [["timed_out"]] * 3
+    status, body = call(base, "leases", silent, "TaskUpdate", {"taskId": "1", "notes": "back!"})
+    assert (status, body["error"]["code"]) == (409, "lease_lost")
+
+
+@pytest.mark.skipif(
+    postgres_admin_url() is None,
+    reason="runs in the PostgreSQL + Redis pass (DATABASE_URL=postgres://…)",
+)
+def test_two_processes_reclaim_each_lapsed_lease_exactly_once(tmp_path, clusters):
+    import psycopg
+
+    cluster = Cluster(tmp_path, backend="postgresql", env={"KANBAN_LEASE_SECONDS": str(LEASE)})
+    clusters.append(cluster)
+    a, b = cluster.start(), cluster.start()
+    cluster.board("leases")
+    silent = cluster.token("leases", "silent")
+    observer = cluster.token("leases", "observer")
+    _claim_all(a, silent, 20)
+
+    time.sleep(LEASE + 3)  # silence, while both processes sweep
+
+    with psycopg.connect(cluster.env["DATABASE_URL"]) as conn:
+        reclaimed = conn.execute(
+            "SELECT count(*), count(DISTINCT task_number) FROM boards_event WHERE kind = 'reclaimed'"
+        ).fetchone()
+    assert reclaimed == (20, 20)
+    assert _attempt_outcomes(b, observer, 20) == [["timed_out"]] * 20
