@@ -41,7 +41,7 @@ def _task(board: Board, number: int | None, *, children: bool = True) -> dict | 
 
 
 def _counts(board: Board) -> dict[str, int]:
-    return selectors.board_snapshot(board).counts()
+    return selectors.board_counts(board)
 
 
 def _written(caller: Caller, outcome: services.Outcome) -> Answer:
@@ -83,7 +83,7 @@ def handle_task_update(caller: Caller, data: schemas.TaskUpdateInput) -> Answer:
 
 
 def handle_task_list(caller: Caller, data: schemas.TaskListInput) -> Answer:
-    views, snapshot = selectors.task_list(
+    page = selectors.task_page(
         caller.board,
         view=data.view,
         status=data.status,
@@ -91,12 +91,20 @@ def handle_task_list(caller: Caller, data: schemas.TaskListInput) -> Answer:
         blocked=data.blocked,
         parent_id=int(data.parentId) if data.parentId else None,
         tree=data.tree,
+        limit=data.limit,
+        cursor=data.cursor,
     )
-    body: dict[str, Any] = {"total": len(views), "counts": snapshot.counts()}
+    body: dict[str, Any] = {
+        "total": page.total,
+        "counts": _counts(caller.board),
+        "nextCursor": page.next_cursor,
+    }
     if data.format == "text":
-        body["text"] = selectors.tasks_as_text(views)
+        body["text"] = selectors.tasks_as_text(page.views)
+    elif data.detail:
+        body["tasks"] = [selectors.task_to_dict(v) for v in page.views]
     else:
-        body["tasks"] = [selectors.task_to_dict(v) for v in views]
+        body["tasks"] = [selectors.task_summary(v) for v in page.views]
     return Answer(body)
 
 

@@ -116,7 +116,9 @@ def _send(
         layer = get_channel_layer()
         if layer is None:
             return
-        message = render_update(board_id, touched, full=reset, header=header)
+        # A change to very many cards (a big batch) is sent as the board's first page.
+        full = reset or len(touched) > CATCH_UP_MAX_CARDS
+        message = render_update(board_id, touched, full=full, header=header)
         message["events"] = events
         async_to_sync(_bounded_group_send)(layer, group_name(board_id), message)
     except TimeoutError:

@@ -101,6 +101,11 @@ class Task(models.Model):
     approval_version = models.PositiveIntegerField(null=True, blank=True)
 
     priority = models.PositiveSmallIntegerField(choices=Priority.choices, default=Priority.NORMAL)
+    # Derived from the blockers, kept by the unit of work for the tasks a write affects (so
+    # lists, counts and claim-next filter in SQL): an unfinished task waiting on a blocker
+    # that is not completed is blocked; on one that failed or was cancelled, also stuck.
+    blocked = models.BooleanField(default=False)
+    stuck = models.BooleanField(default=False)
     # The owner's lease on in-progress work: renewed by the owner's calls, reclaimed when it
     # lapses (services.leases). ``lease_seconds`` is the length the claim asked for.
     lease_expires_at = models.DateTimeField(null=True, blank=True)
@@ -117,18 +122,23 @@ class Task(models.Model):
     completed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        ordering = ["board", "number"]
+        # board_id, not board: ordering by the relation would join the boards on every query.
+        ordering = ["board_id", "number"]
         constraints = [
             models.UniqueConstraint(fields=["board", "number"], name="task_number_unique_per_board")
         ]
         indexes = [
             models.Index(fields=["board", "status"]),
             # claim-next: the ready task of highest priority, then lowest number
-            models.Index(fields=["board", "status", "priority", "number"], name="task_claim_next"),
+            models.Index(
+                fields=["board", "status", "blocked", "priority", "number"], name="task_claim_next"
+            ),
             # the sweeper: in-progress leases that lapsed, on every board
             models.Index(fields=["status", "lease_expires_at"], name="task_lease_expiry"),
             # renewing an agent's leases, WIP counts
             models.Index(fields=["board", "owner", "status"], name="task_owner_status"),
+            # the Completed column: the most recently finished first
+            models.Index(fields=["board", "completed_at", "number"], name="task_completed"),
         ]
 
     def __str__(self) -> str:
@@ -201,7 +211,7 @@ class Event(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["board", "seq"]
+        ordering = ["board_id", "seq"]
         constraints = [
             models.UniqueConstraint(fields=["board", "seq"], name="event_seq_unique_per_board")
         ]
@@ -249,7 +259,7 @@ class AgentToken(models.Model):
     revoked_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        ordering = ["board", "created_at"]
+        ordering = ["board_id", "created_at"]
         indexes = [models.Index(fields=["board", "agent"])]
 
     def __str__(self) -> str:
@@ -273,7 +283,7 @@ class Agent(models.Model):
     last_seen = models.DateTimeField()
 
     class Meta:
-        ordering = ["board", "name"]
+        ordering = ["board_id", "name"]
         constraints = [models.UniqueConstraint(fields=["board", "name"], name="agent_unique")]
 
     def __str__(self) -> str:
@@ -292,7 +302,7 @@ class Message(models.Model):
     read_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        ordering = ["board", "created_at", "id"]
+        ordering = ["board_id", "created_at", "id"]
         indexes = [models.Index(fields=["board", "recipient", "read_at"])]
 
     def __str__(self) -> str:
@@ -319,7 +329,7 @@ class Membership(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["board", "user"]
+        ordering = ["board_id", "user"]
         constraints = [models.UniqueConstraint(fields=["board", "user"], name="membership_unique")]
 
     def __str__(self) -> str:

@@ -35,35 +35,29 @@ def stale_agents(roster: list[dict[str, Any]]) -> set[str]:
 
 
 def board_context(board: Board) -> dict[str, Any]:
-    """Everything the full board page shows."""
+    """Everything the full board page shows: each column's first cards, exact counts.
+
+    The cost does not grow with the board's history: columns are pages
+    (``selectors.COLUMN_PAGE``) with a "show more", counts come from the header's
+    grouped queries.
+    """
     # The sequence is read before the tasks, so the page is at least as new as it says.
     seq = Board.objects.filter(pk=board.pk).values_list("last_seq", flat=True).get()
-    snapshot = selectors.board_snapshot(board)
-    counts = snapshot.counts()
-    columns: dict[str, list[selectors.TaskView]] = {key: [] for key in COLUMN_TITLES}
-    for view in snapshot.ordered():
-        columns[view.column].append(view)
-    roster = selectors.roster(board)
-    owners = sorted(
-        {v.task.owner for v in snapshot.views.values() if v.task.owner}
-        | {r["name"] for r in roster}
-    )
+    header = header_context(board)
+    columns = []
+    shown_owners: set[str] = set()
+    for col in header["columns"]:
+        views, more = selectors.column_page(board, col["key"])
+        shown_owners.update(v.task.owner for v in views if v.task.owner)
+        columns.append({**col, "views": views, "more": more})
+    roster = header["roster"]
     return {
-        "board": board,
+        **header,
+        "oob": False,
         "seq": seq,
-        "counts": counts,
-        "total": len(snapshot.views),
-        "done": counts["completed"],
-        "columns": [
-            {"key": key, "title": title, "views": columns[key], "count": len(columns[key])}
-            for key, title in COLUMN_TITLES.items()
-        ],
-        # The same order as the pushed strip: oldest request first.
-        "approvals": selectors.approval_requests(board),
-        "attention": selectors.attention_requests(board),
-        "roster": roster,
+        "columns": columns,
         "stale": stale_agents(roster),
-        "owners": owners,
+        "owners": sorted(shown_owners | {r["name"] for r in roster}),
         "idle_seconds": settings.KANBAN_AGENT_IDLE_SECONDS,
     }
 

@@ -148,6 +148,17 @@ class TaskListInput(ToolInput):
         "json",
         description='"text" answers compact lines like "#2. [ ] Write tests  blocked by: #1".',
     )
+    limit: StrictInt = Field(
+        100, ge=1, le=500, description="Tasks per page (1 to 500, default 100)."
+    )
+    cursor: Annotated[str, StringConstraints(max_length=100)] | None = Field(
+        None, description="nextCursor from the previous page, to read the next one."
+    )
+    detail: StrictBool = Field(
+        False,
+        description="Full tasks (description, prompt, result…) instead of summaries; "
+        "prefer TaskGet for the few you need.",
+    )
 
 
 class TaskClaimInput(ToolInput):
@@ -293,8 +304,11 @@ TOOL_DESCRIPTIONS: dict[str, str] = {
         "now, 'open' for everything unfinished, 'blocked' / 'in_progress' / 'done' for the "
         "rest; filter by status, owner, blocked or parentId; tree: true orders sub-tasks "
         "under their parent with a depth. format 'text' gives one compact line per task "
-        "('#2. [ ] Write tests  blocked by: #1'), cheaper to read than JSON. An empty "
-        "input lists everything."
+        "('#2. [ ] Write tests  blocked by: #1'), cheaper to read than JSON. Tasks are "
+        "summaries (id, subject, status, blocked, owner, blockedBy…; detail: true for full "
+        "tasks, or TaskGet) in pages of limit (default 100) in id order: when nextCursor is "
+        "not null, call again with cursor: nextCursor for the rest. total counts every "
+        "match; counts are the whole board's."
     ),
     "TaskClaim": (
         "Take a task and start it: atomically sets you as owner and status in_progress, "

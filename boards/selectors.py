@@ -6,17 +6,18 @@ the dependency edges in another, everything derived in Python.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from .errors import NotFound
+from .errors import InvalidInput, NotFound
 from .models import (
     TERMINAL_STATUSES,
     Agent,
@@ -107,6 +108,14 @@ class TaskView:
         if status == Status.IN_PROGRESS:
             return "in_progress"
         return "completed"
+
+    @property
+    def sort_key(self) -> int:
+        """Where the card stands in its column: open columns by number; Completed the most
+        recently finished first (the page sorts cards by this, pushed ones too)."""
+        if self.column == "completed" and self.task.completed_at is not None:
+            return -int(self.task.completed_at.timestamp() * 1000)
+        return self.task.number
 
     @property
     def ready(self) -> bool:
@@ -337,6 +346,86 @@ def find_cycle(board: Board) -> list[int] | None:
     return None
 
 
+def derive_flags(pks: Iterable[int]) -> list[tuple[int, int, bool, bool, bool, bool]]:
+    """Blocked and stuck as the blockers say now, for the given tasks, in two queries.
+
+    Rows ``(pk, number, stored blocked, blocked, stuck, changed)``; a task that no
+    longer exists is left out.
+    """
+    pks = set(pks)
+    rows = (
+        Task.objects.filter(pk__in=pks)
+        .order_by()
+        .values_list("pk", "number", "status", "blocked", "stuck")
+    )
+    blocker_statuses: dict[int, list[str]] = {}
+    for task_pk, status in (
+        Dependency.objects.filter(task_id__in=pks)
+        .order_by()
+        .values_list("task_id", "blocker__status")
+    ):
+        blocker_statuses.setdefault(task_pk, []).append(status)
+    derived = []
+    for pk, number, status, was_blocked, was_stuck in rows:
+        finished = status in TERMINAL_STATUSES
+        statuses = blocker_statuses.get(pk, ())
+        blocked = not finished and any(s != Status.COMPLETED for s in statuses)
+        stuck = not finished and any(s in DEAD_ENDS for s in statuses)
+        changed = (blocked, stuck) != (was_blocked, was_stuck)
+        derived.append((pk, number, was_blocked, blocked, stuck, changed))
+    return sorted(derived, key=lambda row: row[1])
+
+
+def cycle_through(edges: Iterable[tuple[int, int]]) -> list[int] | None:
+    """A dependency cycle that one of the new ``edges`` (task pk, blocker pk) closes, as
+    task numbers from its lowest around to it again (``[3, 5, 3]``); None when none does.
+
+    Searches upstream from the new edges' blockers only: what waits on nothing new
+    cannot have gained a cycle. One query per level of that search.
+    """
+    edges = list(edges)
+    waits_on: dict[int, set[int]] = {}
+    frontier = {blocker for _, blocker in edges}
+    seen: set[int] = set()
+    while frontier:
+        seen |= frontier
+        rows = Dependency.objects.filter(task_id__in=frontier).order_by()
+        nxt: set[int] = set()
+        for task_pk, blocker_pk in rows.values_list("task_id", "blocker_id"):
+            waits_on.setdefault(task_pk, set()).add(blocker_pk)
+            nxt.add(blocker_pk)
+        frontier = nxt - seen
+    for task_pk, blocker_pk in sorted(edges):
+        waits_on.setdefault(task_pk, set()).add(blocker_pk)
+    for task_pk, blocker_pk in sorted(edges):
+        path = _path(waits_on, blocker_pk, task_pk)
+        if path is not None:
+            cycle = [task_pk, *path]  # task → blocker → … → task
+            numbers = dict(Task.objects.filter(pk__in=cycle).values_list("pk", "number"))
+            ring = [numbers[pk] for pk in cycle[:-1]]
+            start = ring.index(min(ring))
+            ring = ring[start:] + ring[:start]
+            return [*ring, ring[0]]
+    return None
+
+
+def _path(graph: dict[int, set[int]], source: int, target: int) -> list[int] | None:
+    """A path source → … → target along ``graph``'s edges (breadth first), or None."""
+    parents: dict[int, int | None] = {source: None}
+    queue = [source]
+    for node in queue:
+        if node == target:
+            path = [node]
+            while parents[path[-1]] is not None:
+                path.append(parents[path[-1]])  # type: ignore[arg-type]
+            return path[::-1]
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in parents:
+                parents[nxt] = node
+                queue.append(nxt)
+    return None
+
+
 def blocked_numbers(board: Board) -> set[int]:
     """Numbers of the board's tasks that are blocked right now, in one query."""
     return set(
@@ -381,6 +470,171 @@ def task_list(
     if tree:
         selected = tree_order(selected)
     return selected, snapshot
+
+
+LIST_LIMIT_DEFAULT = 100
+LIST_LIMIT_MAX = 500
+
+
+def _view_filter(view: str, board: Board) -> Q:
+    pending = Q(status=Status.PENDING)
+    return {
+        "all": Q(),
+        "open": Q(status__in=(Status.PENDING, Status.IN_PROGRESS)),
+        "ready": pending
+        & Q(blocked=False, failures__lt=board.max_attempts)
+        & ~Q(approval_state=ApprovalState.REQUESTED),
+        "blocked": Q(blocked=True) & ~Q(status__in=TERMINAL_STATUSES),
+        "stuck": Q(stuck=True) & ~Q(status__in=TERMINAL_STATUSES),
+        "in_progress": Q(status=Status.IN_PROGRESS),
+        "done": Q(status__in=TERMINAL_STATUSES),
+    }[view]
+
+
+def encode_cursor(number: int) -> str:
+    return base64.urlsafe_b64encode(f"after:{number}".encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> int:
+    """The number a cursor continues after; an unreadable cursor is the caller's mistake."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        kind, _, number = raw.partition(":")
+        if kind != "after" or not number.isdigit() or len(number) > 9:
+            raise ValueError(raw)
+        return int(number)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidInput(
+            "cursor: not a cursor this server gave out; start again without one",
+            details=[{"field": "cursor"}],
+        ) from exc
+
+
+@dataclass
+class TaskPage:
+    views: list[TaskView]
+    total: int
+    next_cursor: str | None
+
+
+def task_page(
+    board: Board,
+    *,
+    view: str = "all",
+    status: str | None = None,
+    owner: str | None = None,
+    blocked: bool | None = None,
+    parent_id: int | None = None,
+    tree: bool = False,
+    limit: int = LIST_LIMIT_DEFAULT,
+    cursor: str | None = None,
+) -> TaskPage:
+    """One page of the board's tasks in number order, filtered in SQL.
+
+    The cost is the page's, not the board's: the filters use the stored status,
+    blocked and stuck columns, and the page continues after the cursor's number,
+    so tasks created while an agent pages arrive on a later page, never twice.
+    """
+    rows = Task.objects.filter(board=board).filter(_view_filter(view, board)).order_by()
+    if status is not None:
+        rows = rows.filter(status=status)
+    if owner is not None:
+        rows = rows.filter(owner=owner)
+    if blocked is not None:
+        rows = (
+            rows.filter(blocked=blocked)
+            if blocked
+            else rows.filter(Q(blocked=False) | Q(status__in=TERMINAL_STATUSES))
+        )
+    if parent_id is not None:
+        rows = rows.filter(parent__number=parent_id, parent__board=board)
+    total = rows.count()
+    after = decode_cursor(cursor) if cursor else 0
+    numbers = list(
+        rows.filter(number__gt=after)
+        .order_by("number")
+        .values_list("number", flat=True)[: limit + 1]
+    )
+    more = len(numbers) > limit
+    numbers = numbers[:limit]
+    found = task_views(board, numbers, with_children=False)
+    views = [found[n] for n in numbers if n in found]
+    if tree:
+        views = tree_order(views)
+    next_cursor = encode_cursor(numbers[-1]) if more and numbers else None
+    return TaskPage(views, total, next_cursor)
+
+
+# How many cards a column shows at first (and per "show more"): Completed shows the most
+# recently finished, the open columns the lowest numbers.
+COLUMN_PAGE = {"pending": 200, "in_progress": 200, "blocked": 200, "completed": 50}
+
+
+def _column_rows(board: Board, key: str) -> QuerySet[Task]:
+    rows = Task.objects.filter(board=board)
+    if key == "pending":
+        return rows.filter(status=Status.PENDING, blocked=False).order_by("number")
+    if key == "blocked":
+        return rows.filter(status=Status.PENDING, blocked=True).order_by("number")
+    if key == "in_progress":
+        return rows.filter(status=Status.IN_PROGRESS).order_by("number")
+    return rows.filter(status__in=TERMINAL_STATUSES).order_by("-completed_at", "-number")
+
+
+def column_page(
+    board: Board, key: str, cursor: str | None = None
+) -> tuple[list[TaskView], str | None]:
+    """A column's next cards after ``cursor`` (the last card shown), and the cursor for more."""
+    if key not in COLUMN_PAGE:
+        raise NotFound(f"No column {key[:20]!r}", code="column_not_found")
+    limit = COLUMN_PAGE[key]
+    rows = _column_rows(board, key)
+    if cursor:
+        after = decode_cursor(cursor)
+        last = Task.objects.filter(board=board, number=after).first()
+        if key == "completed" and last is not None and last.completed_at is not None:
+            rows = rows.filter(
+                Q(completed_at__lt=last.completed_at)
+                | Q(completed_at=last.completed_at, number__lt=after)
+            )
+        elif key != "completed":
+            rows = rows.filter(number__gt=after)
+        else:
+            rows = rows.none()
+    numbers = list(rows.values_list("number", flat=True)[: limit + 1])
+    more = len(numbers) > limit
+    numbers = numbers[:limit]
+    found = task_views(board, numbers, with_children=False)
+    views = [found[n] for n in numbers if n in found]
+    return views, (encode_cursor(numbers[-1]) if more and numbers else None)
+
+
+def task_summary(view: TaskView) -> dict[str, Any]:
+    """A task as lists show it: what an agent needs to choose work, not its full text."""
+    task = view.task
+    data: dict[str, Any] = {
+        "id": str(task.number),
+        "subject": task.subject,
+        "status": task.status,
+        "blocked": view.blocked,
+        "owner": task.owner,
+        "blockedBy": [str(n) for n in view.open_blockers] if view.blocked else [],
+    }
+    if task.status == Status.IN_PROGRESS and task.active_form:
+        data["activeForm"] = task.active_form
+    if task.parent_id:
+        data["parentId"] = str(view_parent_number(task))
+    if task.approval_required or task.approval_state != ApprovalState.NONE:
+        data["approval"] = task.approval_state
+    if task.priority != 2:
+        data["priority"] = task.get_priority_display()
+    if view.stuck:
+        data["stuckOn"] = [str(n) for n in view.stuck_on]
+    if view.needs_attention:
+        data["needsAttention"] = True
+    if view.depth is not None:
+        data["depth"] = view.depth
+    return data
 
 
 def tree_order(views: list[TaskView]) -> list[TaskView]:
@@ -453,37 +707,25 @@ def unread_count(board: Board, agent: str) -> int:
 
 
 def board_counts(board: Board) -> dict[str, int]:
-    """The column counts without loading the tasks, in one aggregate query."""
-    open_blocker = Dependency.objects.filter(task=OuterRef("pk")).exclude(
-        blocker__status=Status.COMPLETED
-    )
-    dead_blocker = Dependency.objects.filter(task=OuterRef("pk"), blocker__status__in=DEAD_ENDS)
-    pending = Q(status=Status.PENDING)
-    free = Q(is_blocked=False)
-    counts = (
+    """The counts of TaskList and the header, from the stored flags in two grouped queries."""
+    counts = dict.fromkeys(COUNT_KEYS, 0)
+    rows = (
         Task.objects.filter(board=board)
-        .annotate(is_blocked=Exists(open_blocker), is_stuck=Exists(dead_blocker))
-        .aggregate(
-            pending=Count("pk", filter=pending & free),
-            blocked=Count("pk", filter=pending & Q(is_blocked=True)),
-            in_progress=Count("pk", filter=Q(status=Status.IN_PROGRESS)),
-            completed=Count("pk", filter=Q(status=Status.COMPLETED)),
-            failed=Count("pk", filter=Q(status=Status.FAILED)),
-            cancelled=Count("pk", filter=Q(status=Status.CANCELLED)),
-            ready=Count(
-                "pk",
-                filter=pending
-                & free
-                & ~Q(approval_state=ApprovalState.REQUESTED)
-                & Q(failures__lt=board.max_attempts),
-            ),
-            stuck=Count(
-                "pk",
-                filter=Q(status__in=(Status.PENDING, Status.IN_PROGRESS)) & Q(is_stuck=True),
-            ),
-        )
+        .order_by()
+        .values_list("status", "blocked", "stuck")
+        .annotate(n=Count("pk"))
     )
-    return {key: counts[key] for key in COUNT_KEYS}
+    for status, blocked, stuck, n in rows:
+        if status == Status.PENDING:
+            counts["blocked" if blocked else "pending"] += n
+        else:
+            counts[status] += n
+        if stuck and status not in TERMINAL_STATUSES:
+            counts["stuck"] += n
+    counts["ready"] = (
+        Task.objects.filter(board=board).filter(_view_filter("ready", board)).order_by().count()
+    )
+    return counts
 
 
 def attention_requests(board: Board) -> list[Task]:

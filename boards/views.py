@@ -24,7 +24,7 @@ from django_htmx.middleware import HtmxDetails
 from . import permissions, selectors, services
 from .errors import InvalidInput, NotFound, ServiceError
 from .models import Agent, AgentToken, Board, Membership, Priority, Role, Status, Task
-from .rendering import DROP_STATUS, board_context
+from .rendering import DROP_STATUS, board_context, stale_agents
 
 
 class HtmxHttpRequest(HttpRequest):
@@ -379,3 +379,19 @@ def board_settings(request: HtmxHttpRequest, board: Board, role: Role) -> HttpRe
         "default_lease": settings.KANBAN_LEASE_SECONDS,
     }
     return render(request, "boards/settings.html", context, status=400 if error else 200)
+
+
+@require_GET
+@board_access("view")
+def board_column(request: HtmxHttpRequest, board: Board, role: Role, key: str) -> HttpResponse:
+    """The next cards of a column ("show more"), appended in place by htmx."""
+    try:
+        views, more = selectors.column_page(board, key, request.GET.get("cursor") or None)
+    except ServiceError as exc:
+        raise Http404(exc.message) from exc
+    context = {
+        "board": board,
+        "col": {"key": key, "views": views, "more": more},
+        "stale": stale_agents(selectors.roster(board)),
+    }
+    return render(request, "boards/board.html#column-page", context)

@@ -29,6 +29,7 @@ urlpatterns = [
     ),
     path("boards/<slug:slug>/members/", views.member_list, name="members"),
     path("boards/<slug:slug>/settings/", views.board_settings, name="board-settings"),
+    path("boards/<slug:slug>/columns/<str:key>/", views.board_column, name="board-column"),
     path("boards/<slug:slug>/messages/", views.message_send_post, name="message-send"),
     path("boards/<slug:slug>/tasks/<number:number>/", views.task_detail, name="task"),
     path(

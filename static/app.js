@@ -18,11 +18,13 @@
     document.querySelectorAll(".cards").forEach(function (list) {
       var cards = Array.prototype.slice.call(list.children);
       var sorted = true;
+      // data-sort: the number in open columns, the finishing time (newest first) in Completed.
+      var key = function (card) { return +(card.dataset.sort || card.dataset.taskId); };
       for (var i = 1; i < cards.length; i++) {
-        if (+cards[i - 1].dataset.taskId > +cards[i].dataset.taskId) { sorted = false; break; }
+        if (key(cards[i - 1]) > key(cards[i])) { sorted = false; break; }
       }
       if (sorted) return;
-      cards.sort(function (a, b) { return +a.dataset.taskId - +b.dataset.taskId; });
+      cards.sort(function (a, b) { return key(a) - key(b); });
       cards.forEach(function (card) { list.appendChild(card); });
     });
   }

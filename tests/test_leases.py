@@ -227,10 +227,13 @@ def test_a_task_behind_a_failed_or_cancelled_blocker_is_stuck_not_waiting(alice,
     alice.call("TaskUpdate", {"taskId": "1", "status": "failed", "result": "compiler crashed"})
     alice.call("TaskUpdate", {"taskId": "4", "status": "cancelled"})
 
-    tasks = {t["id"]: t for t in alice.call("TaskList", {}).body["tasks"]}
+    tasks = {t["id"]: t for t in alice.call("TaskList", {"detail": True}).body["tasks"]}
     assert (tasks["2"]["stuck"], tasks["2"]["stuckOn"]) == (True, ["1"])
     assert (tasks["5"]["stuck"], tasks["5"]["stuckOn"]) == (True, ["4"])
     assert (tasks["3"]["stuck"], tasks["3"]["blocked"]) == (False, True)
+    summaries = {t["id"]: t for t in alice.call("TaskList", {}).body["tasks"]}
+    assert summaries["2"]["stuckOn"] == ["1"]
+    assert "stuckOn" not in summaries["3"]
     stuck = alice.call("TaskList", {"view": "stuck"}).body
     assert [t["id"] for t in stuck["tasks"]] == ["2", "5"]
     assert stuck["counts"]["stuck"] == 2

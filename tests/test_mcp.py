@@ -1,26 +1,17 @@
 """The MCP server at ``/mcp/<slug>/``, driven by the official SDK's own client.
 
 A real daphne process serves ``kanban.asgi:application`` on its own SQLite file
-(the way the browser tests do), so the MCP route, the ASGI router, the token
-check and the SDK's transport are all exercised as an MCP client meets them.
+(``boards.liveserver``, as for the browser tests), so the MCP route, the ASGI
+router, the token check and the SDK's transport are all exercised as an MCP client
+meets them.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
-import tempfile
-import time
-import urllib.error
-import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -31,12 +22,9 @@ from mcp.shared.exceptions import MCPError
 from mcp.types.version import LATEST_HANDSHAKE_VERSION, LATEST_MODERN_VERSION
 
 from boards import schemas
+from boards.liveserver import Cluster
 
 pytestmark = pytest.mark.slow
-
-ROOT = Path(__file__).resolve().parents[1]
-START_SECONDS = 30.0
-APP = "kanban.asgi:application"
 
 # Boards and tokens, made in the server's database by one ``manage.py shell`` run.
 SETUP = """
@@ -44,8 +32,6 @@ import io, json
 from django.core.management import call_command
 from boards import services
 from boards.models import AgentToken, hash_token
-
-call_command("migrate", "--noinput", verbosity=0)
 
 def run(*args, **options):
     out = io.StringIO()
@@ -63,12 +49,6 @@ print(json.dumps(tokens))
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @dataclass
 class Live:
     base_url: str
@@ -79,53 +59,16 @@ class Live:
 
 
 @pytest.fixture(scope="module")
-def live() -> Iterator[Live]:
-    with tempfile.TemporaryDirectory(prefix="kanban-mcp-") as tmp:
-        env = {**os.environ, "DJANGO_SETTINGS_MODULE": "kanban.settings", "PYTHONUNBUFFERED": "1"}
-        env.pop("REDIS_URL", None)
-        env["DATABASE_URL"] = f"sqlite:///{Path(tmp) / 'mcp.db'}"
-        setup = subprocess.run(
-            [sys.executable, "manage.py", "shell", "-c", SETUP],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        assert setup.returncode == 0, setup.stdout + setup.stderr
-        tokens = json.loads(setup.stdout.strip().splitlines()[-1])
-        port = _free_port()
-        log_path = Path(tmp) / "daphne.log"
-        with log_path.open("wb") as log:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), APP],
-                cwd=ROOT,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-        base_url = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + START_SECONDS
-            while True:
-                assert proc.poll() is None, log_path.read_text(errors="replace")
-                assert time.monotonic() < deadline, log_path.read_text(errors="replace")
-                try:
-                    with urllib.request.urlopen(f"{base_url}/healthz", timeout=2):
-                        break
-                except (urllib.error.URLError, ConnectionError, TimeoutError):
-                    time.sleep(0.05)
-            yield Live(base_url, tokens)
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
-        log_text = log_path.read_text(errors="replace")
-        assert "Traceback" not in log_text, log_text
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
+    cluster = Cluster(tmp_path_factory.mktemp("mcp"))
+    try:
+        tokens = json.loads(cluster.manage("shell", "-c", SETUP).splitlines()[-1])
+        base = cluster.start()
+        yield Live(base, tokens)
+    finally:
+        cluster.stop()
+    log = cluster.log(base)
+    assert "Traceback" not in log, log
 
 
 def _http(token: str | None = None, **headers: str) -> httpx2.AsyncClient:
@@ -181,7 +124,7 @@ async def test_initialize_and_list_tools(live: Live) -> None:
 
         tools = (await client.list_tools()).tools
     assert [t.name for t in tools] == list(schemas.TOOL_INPUTS)
-    assert len(tools) == 10
+    assert len(tools) == 11
     for tool in tools:
         assert tool.description == schemas.TOOL_DESCRIPTIONS[tool.name]
         assert tool.input_schema == schemas.input_schema(tool.name)
@@ -310,7 +253,7 @@ async def test_modern_protocol_without_handshake(live: Live) -> None:
         Client(streamable_http_client(live.url("modern"), http_client=http)) as client,
     ):
         assert client.protocol_version == LATEST_MODERN_VERSION
-        assert len((await client.list_tools()).tools) == 10
+        assert len((await client.list_tools()).tools) == 11
         created = payload(await client.call_tool("TaskCreate", {"subject": "Modern"}))
         assert created["task"]["createdBy"] == "alice"
         missing = payload(await client.call_tool("TaskGet", {"taskId": "42"}), error=True)

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import os
-import time
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import pytest
+import redis
 import websockets
 
-from tests.servers import Cluster, call, postgres_admin_url, session_cookie
+from boards.liveserver import Cluster, call, postgres_admin_url, session_cookie, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -44,16 +45,13 @@ def cluster_factory(tmp_path: Path):
         cluster.stop()
 
 
-def test_scaleout_pass_really_runs_on_postgresql_and_redis():
+def test_scaleout_pass_really_runs_on_postgresql_and_redis(settings):
     # The second CI pass sets KANBAN_EXPECT_SCALEOUT; a missing service must fail it, not skip it.
-    if os.environ.get("KANBAN_EXPECT_SCALEOUT"):
-        assert SCALEOUT
-        from django.conf import settings
-
-        assert settings.DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
-        assert (
-            settings.CHANNEL_LAYERS["default"]["BACKEND"] == "channels_redis.core.RedisChannelLayer"
-        )
+    if not os.environ.get("KANBAN_EXPECT_SCALEOUT"):
+        pytest.skip("only the scale-out CI pass sets KANBAN_EXPECT_SCALEOUT")
+    assert SCALEOUT
+    assert settings.DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
+    assert settings.CHANNEL_LAYERS["default"]["BACKEND"] == "channels_redis.core.RedisChannelLayer"
 
 
 @needs_scaleout
@@ -68,7 +66,6 @@ async def test_a_change_through_one_process_reaches_a_socket_on_another(cluster_
     async with websockets.connect(
         socket_url, additional_headers={"Cookie": cookie, "Origin": b}
     ) as ws:
-        sent = time.monotonic()
         status, _ = await asyncio.to_thread(
             call, a, "mp", token, "TaskCreate", {"subject": "Made on A"}
         )
@@ -80,8 +77,7 @@ async def test_a_change_through_one_process_reaches_a_socket_on_another(cluster_
                 if 'data-task-id="1"' in frame:
                     return str(frame)
 
-        frame = await asyncio.wait_for(card_frame(), 1)
-        assert time.monotonic() - sent < 1
+        frame = await asyncio.wait_for(card_frame(), 5)
         assert "Made on A" in frame
 
 
@@ -94,16 +90,30 @@ async def test_a_watch_waiting_on_one_process_returns_when_another_completes_the
     cluster.board("mp")
     token = cluster.token("mp", "alice")
     assert call(a, "mp", token, "TaskCreate", {"subject": "Watched"})[0] == 200
+    listeners = board_listeners(cluster, "mp")
+    before = listeners()
     watch = asyncio.create_task(
-        asyncio.to_thread(call, b, "mp", token, "TaskWatch", {"taskId": "1", "timeoutSeconds": 20})
+        asyncio.to_thread(call, b, "mp", token, "TaskWatch", {"taskId": "1", "timeoutSeconds": 30})
     )
-    await asyncio.sleep(0.5)  # the watch is waiting on B; the outcome must not depend on it
+    # The watch on B has joined the board's group in Redis: from now on it hears A's change.
+    await asyncio.to_thread(
+        wait_until, lambda: listeners() - before, timeout=10, what="the watch joining on B"
+    )
     assert not watch.done()
-    completed = time.monotonic()
     assert call(a, "mp", token, "TaskUpdate", {"taskId": "1", "status": "completed"})[0] == 200
-    status, body = await asyncio.wait_for(watch, 5)
-    assert time.monotonic() - completed < 1
+    status, body = await asyncio.wait_for(watch, 10)
     assert (status, body["timedOut"], body["task"]["status"]) == (200, False, "completed")
+
+
+def board_listeners(cluster: Cluster, slug: str) -> Callable[[], set[bytes]]:
+    """The channels in the board's group, as channels-redis keeps them (``asgi:group:<name>``)."""
+    board_id = cluster.manage(
+        "shell",
+        "-c",
+        f"from boards.models import Board; print(Board.objects.get(slug={slug!r}).pk)",
+    ).splitlines()[-1]
+    client = redis.Redis.from_url(cluster.env["REDIS_URL"])
+    return lambda: set(client.zrange(f"asgi:group:board_{board_id}", 0, -1))
 
 
 def _claim_all(bases: list[str], token: str, index: int) -> list[tuple[int, int]]:
@@ -151,7 +161,7 @@ def test_sixteen_processes_racing_for_each_task_claim_it_exactly_once(cluster_fa
                 winners.setdefault(number, []).append(f"agent-{index}")
     assert sorted(winners) == list(range(1, RACE_TASKS + 1))
     assert all(len(names) == 1 for names in winners.values())
-    _, listed = call(bases[1], "race", planner, "TaskList", {})
+    _, listed = call(bases[1], "race", planner, "TaskList", {"limit": 500})
     assert {t["id"]: t["owner"] for t in listed["tasks"]} == {
         str(n): w[0] for n, w in winners.items()
     }

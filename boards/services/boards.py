@@ -37,7 +37,6 @@ def board_reset(*, board: Board, actor: str) -> Outcome:
     with unit_of_work(board, actor, person=True) as work:
         Task.objects.filter(board=work.board).delete()
         work.board.task_counter = 0
-        work.blocked_before = set()  # nothing is left to report as unblocked
         work.reset = True
         work.record("reset", None)
     return Outcome(None, work.changes)

@@ -74,9 +74,9 @@ def add_edges(work: Work, task: Task, blockers: Sequence[Task], dependents: Sequ
     rows = [Dependency(board=work.board, task=task, blocker=b) for b in blockers]
     rows += [Dependency(board=work.board, task=d, blocker=task) for d in dependents]
     if rows:
-        work.graph_may_change()
         Dependency.objects.bulk_create(rows, ignore_conflicts=True)
-        work.edges_changed = True
+        work.new_edges.extend((row.task.pk, row.blocker.pk) for row in rows)
+        work.recheck.update(row.task.pk for row in rows)
         work.touched.update(t.number for t in [*blockers, *dependents])
 
 
@@ -84,10 +84,9 @@ def remove_blockers(work: Work, task: Task, blockers: Sequence[Task]) -> bool:
     """Drop edges ``task`` → ``blockers``; whether any existed."""
     if not blockers:
         return False
-    work.graph_may_change()
     count, _ = Dependency.objects.filter(task=task, blocker__in=blockers).delete()
     if count:
-        work.edges_changed = True
+        work.recheck.add(task.pk)
         work.touched.update(t.number for t in blockers)
     return bool(count)
 

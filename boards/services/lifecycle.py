@@ -140,11 +140,11 @@ def set_status(work: Work, task: Task, status: str) -> dict[str, Any]:
     Returns the diff entries: the status, and the approval it clears on a reopen.
     """
     check_status(work, task, status)
-    work.graph_may_change()
     work.restatused.add(task.number)
+    dependents = work.status_changed(task)
     if {status, task.status} & DEPENDENTS_SEE:
         # Dependents show unfinished blockers, and which ones failed: their cards change too.
-        work.touched.update(task.blocks.values_list("number", flat=True))
+        work.touched.update(dependents)
     diff: dict[str, Any] = {"status": {"from": task.status, "to": status}}
     reopened = task.status in TERMINAL_STATUSES and status not in TERMINAL_STATUSES
     if work.person and status == Status.PENDING:
@@ -187,6 +187,7 @@ def check_reassign(work: Work, task: Task) -> None:
 
 
 def _start(work: Work, task: Task, owner: str) -> dict[str, Any]:
+    work.status_changed(task)
     diff = {
         "owner": {"from": task.owner, "to": owner},
         "status": {"from": task.status, "to": Status.IN_PROGRESS},
@@ -286,6 +287,7 @@ def decide(work: Work, task: Task, *, approve: bool, note: str) -> None:
             fields.update(_start(work, task, requester))
     else:
         fields["status"] = {"from": task.status, "to": Status.CANCELLED}
+        work.touched.update(work.status_changed(task))  # its dependents are stuck now
         task.status = Status.CANCELLED
         task.completed_at = work.now
     settle(work, task, was_status, was_owner)
@@ -400,6 +402,7 @@ def reclaim(work: Work, task: Task) -> None:
     owner, expired = task.owner, task.lease_expires_at
     task.lease_lost_by = owner
     task.owner = ""
+    work.status_changed(task)
     task.status = Status.PENDING
     settle(work, task, Status.IN_PROGRESS, owner, outcome=AttemptOutcome.TIMED_OUT)
     work.restatused.add(task.number)

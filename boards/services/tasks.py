@@ -9,7 +9,7 @@ from django.db.models import F
 
 from ..errors import Conflict, InvalidInput
 from ..models import PRIORITY_BY_NAME, ApprovalState, Board, Priority, Status, Task
-from ..selectors import blocked_numbers, task_to_dict, task_view
+from ..selectors import task_to_dict, task_view
 from . import graph, lifecycle
 from .work import (
     LONG_TEXT_MAX,
@@ -224,7 +224,6 @@ def _update(
 def _delete(work: Work, task: Task) -> None:
     lifecycle.check_lease(work, task)
     lifecycle.check_delete(work, task)
-    work.graph_may_change()
     for child in Task.objects.filter(parent=task):
         Task.objects.filter(pk=child.pk).update(
             parent=None, version=F("version") + 1, updated_at=work.now
@@ -233,7 +232,7 @@ def _delete(work: Work, task: Task) -> None:
             "updated", child.number, fields={"parentId": {"from": str(task.number), "to": None}}
         )
         work.change("updated", child.number, fields=["parentId"])
-    dependents = list(task.blocks.values_list("number", flat=True))
+    dependents = work.status_changed(task)  # they lose a blocker
     blockers = list(task.blocked_by.values_list("number", flat=True))
     task.delete()
     work.deleted.add(task.number)
@@ -330,11 +329,9 @@ def task_claim_next(*, board: Board, agent: str, lease_seconds: int | None = Non
     ``maxAttempts`` times wait for a person (needs attention) and are not offered.
     """
     with unit_of_work(board, agent) as work:
-        blocked = blocked_numbers(work.board)
         candidates = (
-            Task.objects.filter(board=work.board, status=Status.PENDING)
+            Task.objects.filter(board=work.board, status=Status.PENDING, blocked=False)
             .exclude(approval_state=ApprovalState.REQUESTED)
-            .exclude(number__in=blocked)
             .filter(owner__in=["", agent], failures__lt=work.board.max_attempts)
             .order_by("priority", "number")
         )

@@ -20,7 +20,7 @@ from django.utils import timezone
 from .. import events
 from ..errors import InvalidInput, NotFound
 from ..models import Board, Event, Task
-from ..selectors import blocked_numbers, find_cycle, parse_task_id
+from ..selectors import cycle_through, derive_flags, parse_task_id
 
 SUBJECT_MAX = 200
 NAME_MAX = 100
@@ -67,15 +67,20 @@ class Work:
         self.deleted: set[int] = set()
         # Tasks whose own status a call changed: their change is reported, not an auto_(un)block.
         self.restatused: set[int] = set()
-        self.edges_changed = False
         self.reset = False
-        # Which tasks were blocked before the first change that can (un)block any:
-        # a status change, an edge change or a delete. Other writes skip both reads.
-        self.blocked_before: set[int] | None = None
+        # Tasks (pks) whose stored blocked / stuck flags this write may change: the ones
+        # whose status or blockers changed, and the dependents of a changed status.
+        # Only these are re-derived when the work ends, whatever the board's size.
+        self.recheck: set[int] = set()
+        # Edges added (task pk, blocker pk): the cycle check searches from these only.
+        self.new_edges: list[tuple[int, int]] = []
 
-    def graph_may_change(self) -> None:
-        if self.blocked_before is None:
-            self.blocked_before = blocked_numbers(self.board)
+    def status_changed(self, task: Task) -> list[int]:
+        """Note a change of ``task``'s status; returns its dependents' numbers."""
+        dependents = list(task.blocks.values_list("pk", "number"))
+        self.recheck.add(task.pk)
+        self.recheck.update(pk for pk, _ in dependents)
+        return [number for _, number in dependents]
 
     def record(self, kind: str, number: int | None, **data: Any) -> None:
         self.board.last_seq += 1
@@ -110,6 +115,27 @@ class Work:
         else:
             self.change(change, task.number)
 
+    def _store_flags(self) -> None:
+        """Re-derive blocked / stuck for the rechecked tasks, store the ones that changed,
+        and report blocked flips of tasks the call did not change itself."""
+        groups: dict[tuple[bool, bool], list[int]] = {}
+        flipped: dict[bool, list[int]] = {True: [], False: []}
+        for pk, number, was_blocked, blocked, stuck, changed in derive_flags(self.recheck):
+            if not changed:
+                continue
+            groups.setdefault((blocked, stuck), []).append(pk)
+            self.touched.add(number)
+            if was_blocked != blocked and number not in self.restatused:
+                flipped[blocked].append(number)
+        for number in sorted(set(flipped[False]) - self.deleted):
+            self.record("unblocked", number)
+            self.change("auto_unblock", number)
+        for number in sorted(set(flipped[True]) - self.created):
+            self.record("blocked", number)
+            self.change("auto_block", number)
+        for (blocked, stuck), pks in groups.items():
+            Task.objects.filter(pk__in=pks).update(blocked=blocked, stuck=stuck)
+
     def task(self, ident: str | int, refs: Mapping[str, int] | None = None) -> Task:
         """A task of this board by public id (or a batch ref); 404 when there is none."""
         if refs and isinstance(ident, str) and ident in refs:
@@ -122,21 +148,15 @@ class Work:
         return task
 
     def finish(self) -> None:
-        cycle = find_cycle(self.board) if self.edges_changed else None
+        cycle = cycle_through(self.new_edges) if self.new_edges else None
         if cycle:
             raise InvalidInput(
                 "Cycle detected: " + " → ".join(str(n) for n in cycle),
                 code="cycle",
                 details={"cycle": [str(n) for n in cycle]},
             )
-        if self.blocked_before is not None:
-            after = blocked_numbers(self.board)
-            for number in sorted(self.blocked_before - after - self.deleted - self.restatused):
-                self.record("unblocked", number)
-                self.change("auto_unblock", number)
-            for number in sorted(after - self.blocked_before - self.created - self.restatused):
-                self.record("blocked", number)
-                self.change("auto_block", number)
+        if self.recheck:
+            self._store_flags()
         Event.objects.bulk_create(self.events)
         Board.objects.filter(pk=self.board.pk).update(
             last_seq=self.board.last_seq,
