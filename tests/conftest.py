@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from collections.abc import Callable
@@ -7,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from channels.layers import get_channel_layer
 from django.test import Client
 
 from boards.models import Board, Membership, Role
@@ -75,6 +77,38 @@ def fresh_channel_layer():
     channel_layers.backends.clear()
     yield
     channel_layers.backends.clear()
+
+
+@dataclass
+class LayerSpy:
+    """Counts the waits begun on this process's channel layer (``layer.receive``): a
+    TaskWatch begins one once it has joined its board's group and read the task, and
+    another each time it has handled a change that did not end it."""
+
+    waits: int = 0
+
+    async def waiting(self, count: int = 1, timeout: float = 5) -> None:
+        """Until the ``count``-th wait has begun: a watcher is listening (again)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while self.waits < count:
+            assert loop.time() < deadline, f"{self.waits} of {count} waits after {timeout:g} s"
+            await asyncio.sleep(0.01)
+
+
+@pytest.fixture
+def layer_spy(monkeypatch) -> LayerSpy:
+    """Wait on what a TaskWatch does instead of sleeping until it has probably done it."""
+    layer = get_channel_layer()  # this test's own layer (fresh_channel_layer runs first)
+    spy = LayerSpy()
+    receive = layer.receive
+
+    def counted(channel: str) -> Any:
+        spy.waits += 1
+        return receive(channel)
+
+    monkeypatch.setattr(layer, "receive", counted)
+    return spy
 
 
 @pytest.fixture(autouse=True)

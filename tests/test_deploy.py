@@ -15,7 +15,7 @@ import pytest
 from django.core.cache import cache
 from django.test import Client
 
-from tests.servers import ROOT
+from boards.liveserver import ROOT
 
 
 def manage(*args: str, **env: str) -> subprocess.CompletedProcess:

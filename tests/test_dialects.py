@@ -216,19 +216,20 @@ async def call(token: str, tool: str, body: dict):
 
 
 @pytest.mark.django_db(transaction=True)
-async def test_seed002_watch_returns_the_final_task_when_it_completes():
+async def test_seed002_watch_returns_the_final_task_when_it_completes(layer_spy):
     board, token = await watch_board()
     watch = asyncio.create_task(call(token, "board_tasks_watch", {"id": "task-1"}))
-    await asyncio.sleep(0.2)
+    await layer_spy.waiting()  # the watcher listens on the board's group
     assert not watch.done()
-    # A change that does not finish the task does not end the watch.
+    # A change that does not finish the task does not end the watch: the watcher hears
+    # it and listens again.
     await database_sync_to_async(services.task_claim)(board=board, agent="bob", task_id="1")
-    await asyncio.sleep(0.2)
+    await layer_spy.waiting(2)
     assert not watch.done()
     await database_sync_to_async(services.task_update)(
         board=board, actor="bob", task_id="1", status="completed"
     )
-    status, body = await asyncio.wait_for(watch, 2)
+    status, body = await asyncio.wait_for(watch, 5)
     assert status == 200
     assert body == {
         "id": "task-1",
@@ -251,21 +252,23 @@ async def test_seed002_watch_of_a_failed_task_returns_at_once():
 
 
 @pytest.mark.django_db(transaction=True)
-async def test_seed002_watch_waits_past_an_approval_decision_until_the_task_finishes():
+async def test_seed002_watch_waits_past_an_approval_decision_until_the_task_finishes(
+    layer_spy,
+):
     board, token = await watch_board(requires_approval=True)
     status, body = await call(token, "board_tasks_claim", {"id": "task-1"})
     assert status == 202
     watch = asyncio.create_task(call(token, "board_tasks_watch", {"id": "task-1"}))
-    await asyncio.sleep(0.2)
+    await layer_spy.waiting()
     await database_sync_to_async(services.approval_decide)(
         board=board, person="pat", task_id="1", approve=True
     )
-    await asyncio.sleep(0.3)
+    await layer_spy.waiting(2)  # the watcher heard the decision and listens again
     assert not watch.done()  # approved and in progress, but not finished
     await database_sync_to_async(services.task_update)(
         board=board, actor="alice", task_id="1", status="completed"
     )
-    status, body = await asyncio.wait_for(watch, 2)
+    status, body = await asyncio.wait_for(watch, 5)
     assert (status, body["status"], body["assignee"]) == (200, "completed", "alice")
 
 

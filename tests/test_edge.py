@@ -19,8 +19,8 @@ import pytest
 from channels.testing import HttpCommunicator
 
 from boards.edge import body_limit
+from boards.liveserver import Cluster, call
 from kanban.asgi import application
-from tests.servers import Cluster, call
 
 GIB = 1024**3
 
@@ -34,14 +34,6 @@ def server(tmp_path: Path) -> Iterator[tuple[Cluster, str]]:
         yield cluster, base
     finally:
         cluster.stop()
-
-
-def _rss_kib(cluster: Cluster) -> int:
-    pid = cluster.processes[0].pid
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise AssertionError("no VmRSS")
 
 
 def _send_then_read(base: str, head: bytes, body_chunks: Iterator[bytes]) -> bytes:
@@ -76,7 +68,7 @@ def _status_and_json(answer: bytes) -> tuple[int, dict]:
 
 def test_a_declared_gigabyte_is_refused_at_once_and_costs_no_memory(server):
     cluster, base = server
-    before = _rss_kib(cluster)
+    before = cluster.servers[0].rss_kib()
     head = (
         b"POST /api/boards/edge/tools/TaskCreate HTTP/1.1\r\nHost: 127.0.0.1\r\n"
         b"Content-Type: application/json\r\n"
@@ -87,14 +79,14 @@ def test_a_declared_gigabyte_is_refused_at_once_and_costs_no_memory(server):
     status, body = _status_and_json(answer)
     assert status == 413
     assert body["error"]["code"] == "payload_too_large"
-    assert _rss_kib(cluster) - before < 16 * 1024  # KiB: nothing of the body was kept
+    assert cluster.servers[0].rss_kib() - before < 16 * 1024  # KiB: nothing of the body was kept
     with urllib.request.urlopen(f"{base}/healthz", timeout=5) as response:
         assert response.status == 200
 
 
 def test_a_chunked_body_that_grows_past_the_limit_is_cut_off(server):
     cluster, base = server
-    before = _rss_kib(cluster)
+    before = cluster.servers[0].rss_kib()
     head = (
         b"POST /api/boards/edge/tools/TaskCreate HTTP/1.1\r\nHost: 127.0.0.1\r\n"
         b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
@@ -105,7 +97,7 @@ def test_a_chunked_body_that_grows_past_the_limit_is_cut_off(server):
     status, body = _status_and_json(answer)
     assert status == 413
     assert body["error"]["code"] == "payload_too_large"
-    assert _rss_kib(cluster) - before < 16 * 1024
+    assert cluster.servers[0].rss_kib() - before < 16 * 1024
 
 
 def test_a_body_under_the_limit_still_arrives_whole(server):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.servers import Cluster, call, postgres_admin_url
+from boards.liveserver import Cluster, call, postgres_admin_url
 
 pytestmark = pytest.mark.slow
 

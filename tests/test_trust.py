@@ -11,7 +11,7 @@ from channels.testing import WebsocketCommunicator
 from django.conf import settings
 from django.test import AsyncClient, Client
 
-from boards import canonical, services
+from boards import services
 from boards.errors import InvalidInput
 from boards.models import Agent, Event, Task
 from kanban.asgi import application
@@ -163,7 +163,7 @@ async def test_logging_out_closes_that_sessions_sockets(person_client, board):
 
 
 @pytest.mark.django_db(transaction=True)
-async def test_concurrent_watches_per_token_are_capped(settings):
+async def test_concurrent_watches_per_token_are_capped(settings, layer_spy):
     settings.KANBAN_WATCHES_PER_TOKEN = 2
     board = await database_sync_to_async(make_board)("watched")
     token = await database_sync_to_async(make_token)(board, "alice")
@@ -179,8 +179,7 @@ async def test_concurrent_watches_per_token_are_capped(settings):
         return response.status_code, json.loads(response.content)
 
     waiting = [asyncio.create_task(watch(10)) for _ in range(2)]
-    while sum(canonical._watching.values()) < 2:  # both watchers are waiting
-        await asyncio.sleep(0.01)
+    await layer_spy.waiting(2)  # both watchers are listening
     status, body = await watch(1)
     assert (status, body["error"]["code"]) == (429, "too_many_watches")
     await database_sync_to_async(services.task_update)(

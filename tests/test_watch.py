@@ -2,7 +2,6 @@
 
 import asyncio
 import json
-import time
 
 import pytest
 from channels.db import database_sync_to_async
@@ -31,35 +30,34 @@ async def call(token: str, tool: str, body: dict):
     return response.status_code, json.loads(response.content)
 
 
-async def test_watch_returns_as_soon_as_the_task_completes():
+async def test_watch_returns_as_soon_as_the_task_completes(layer_spy):
     board, token = await setup_board()
-    watch = asyncio.create_task(call(token, "TaskWatch", {"taskId": "1", "timeoutSeconds": 10}))
-    await asyncio.sleep(0.2)  # let the watcher subscribe; the answer must not depend on it
+    watch = asyncio.create_task(call(token, "TaskWatch", {"taskId": "1", "timeoutSeconds": 30}))
+    await layer_spy.waiting()  # the watcher listens on the board's group
     assert not watch.done()
-    started = time.monotonic()
     await database_sync_to_async(services.task_update)(
         board=board, actor="bob", task_id="1", status="completed", result="42"
     )
-    status, body = await asyncio.wait_for(watch, 2)
-    assert time.monotonic() - started < 1
+    # Long before its 30 s timeout: the change itself ended the wait.
+    status, body = await asyncio.wait_for(watch, 5)
     assert status == 200
     assert body["timedOut"] is False
     assert body["task"]["status"] == "completed"
     assert body["task"]["result"] == "42"
 
 
-async def test_watch_ignores_unrelated_changes_and_times_out():
+async def test_watch_ignores_unrelated_changes_and_times_out(layer_spy):
     board, token = await setup_board()
     await database_sync_to_async(make_task)(board, "Other")
-    watch = asyncio.create_task(call(token, "TaskWatch", {"taskId": "1", "timeoutSeconds": 0.6}))
-    await asyncio.sleep(0.1)
+    watch = asyncio.create_task(call(token, "TaskWatch", {"taskId": "1", "timeoutSeconds": 1}))
+    await layer_spy.waiting()  # so the changes below reach the watcher and are ignored
     await database_sync_to_async(services.task_update)(
         board=board, actor="bob", task_id="2", status="completed"
     )
     await database_sync_to_async(services.task_update)(
         board=board, actor="bob", task_id="1", notes="still going"
     )
-    status, body = await asyncio.wait_for(watch, 3)
+    status, body = await asyncio.wait_for(watch, 5)
     assert status == 200
     assert body["timedOut"] is True
     assert body["task"]["notes"] == "still going"
@@ -76,19 +74,17 @@ async def test_watch_of_a_finished_task_returns_at_once():
     assert (status, body["timedOut"], body["task"]["status"]) == (200, False, "failed")
 
 
-async def test_watch_returns_when_approval_is_decided():
+async def test_watch_returns_when_approval_is_decided(layer_spy):
     board, token = await setup_board(requires_approval=True)
     status, claimed = await call(token, "TaskClaim", {"taskId": "1"})
     assert status == 202 and claimed["awaitingApproval"] is True
-    watch = asyncio.create_task(call(token, "TaskWatch", {"taskId": "1", "timeoutSeconds": 10}))
-    await asyncio.sleep(0.2)
+    watch = asyncio.create_task(call(token, "TaskWatch", {"taskId": "1", "timeoutSeconds": 30}))
+    await layer_spy.waiting()
     assert not watch.done()
-    started = time.monotonic()
     await database_sync_to_async(services.approval_decide)(
         board=board, person="pat", task_id="1", approve=True
     )
-    status, body = await asyncio.wait_for(watch, 2)
-    assert time.monotonic() - started < 1
+    status, body = await asyncio.wait_for(watch, 5)
     assert body["timedOut"] is False
     assert body["task"]["status"] == "in_progress"
     assert body["task"]["owner"] == "alice"
@@ -105,12 +101,12 @@ async def test_watch_after_a_decision_the_requester_missed_returns_at_once():
     assert body["task"]["approval"]["note"] == "no"
 
 
-async def test_watch_of_a_deleted_task_returns_deleted():
+async def test_watch_of_a_deleted_task_returns_deleted(layer_spy):
     board, token = await setup_board()
-    watch = asyncio.create_task(call(token, "TaskWatch", {"taskId": "1", "timeoutSeconds": 10}))
-    await asyncio.sleep(0.2)
+    watch = asyncio.create_task(call(token, "TaskWatch", {"taskId": "1", "timeoutSeconds": 30}))
+    await layer_spy.waiting()
     await database_sync_to_async(services.task_delete)(board=board, actor="bob", task_id="1")
-    status, body = await asyncio.wait_for(watch, 2)
+    status, body = await asyncio.wait_for(watch, 5)
     assert status == 200
     assert body["task"] is None and body["deleted"] is True
 

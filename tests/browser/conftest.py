@@ -3,23 +3,14 @@
 The server runs as a separate process on its own SQLite file (STACK.md: a forked
 ``ChannelsLiveServerTestCase`` can hang after async tests), so these tests never
 touch pytest-django's database: boards, tokens and the login are made by
-management commands against the server's database, agents call the HTTP tool API
-with urllib, and people use the board in Chromium.
+management commands against the server's database (``boards.liveserver``), agents
+call the HTTP tool API, and people use the board in Chromium.
 """
 
 from __future__ import annotations
 
 import itertools
-import json
 import os
-import signal
-import socket
-import subprocess
-import sys
-import tempfile
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,124 +27,14 @@ from playwright.sync_api import (
     sync_playwright,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+from boards.liveserver import CHROMIUM_ARGS, CHROMIUM_PATH, Cluster, Server, call
+
 USERNAME = "pat"
 PASSWORD = "pw-browser-123"
 # Every wait in these tests is bounded by this (milliseconds).
 TIMEOUT_MS = 5_000
-SERVER_START_SECONDS = 30.0
 
 expect.set_options(timeout=TIMEOUT_MS)
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-class Server:
-    """A daphne process serving ``kanban.asgi:application`` on a fixed port and database."""
-
-    def __init__(self, workdir: Path) -> None:
-        self.workdir = workdir
-        self.port = _free_port()
-        self.base_url = f"http://127.0.0.1:{self.port}"
-        self.log_path = workdir / "daphne.log"
-        env = dict(os.environ)
-        # Hermetic: this server's own SQLite file and the in-memory channel layer.
-        env.pop("REDIS_URL", None)
-        env.update(
-            DATABASE_URL=f"sqlite:///{workdir / 'browser.db'}",
-            DJANGO_SETTINGS_MODULE="kanban.settings",
-            PYTHONUNBUFFERED="1",
-        )
-        self.env = env
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def manage(self, *args: str, extra_env: dict[str, str] | None = None) -> str:
-        """Run ``manage.py`` against the server's database; answers its stdout."""
-        result = subprocess.run(
-            [sys.executable, "manage.py", *args],
-            cwd=ROOT,
-            env={**self.env, **(extra_env or {})},
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-        if result.returncode != 0:
-            raise RuntimeError(
-                f"manage.py {' '.join(args)} failed ({result.returncode}):\n"
-                f"{result.stdout}\n{result.stderr}"
-            )
-        return result.stdout
-
-    def start(self) -> None:
-        assert self.proc is None, "server already running"
-        log = self.log_path.open("ab")
-        try:
-            self.proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "daphne",
-                    "-b",
-                    "127.0.0.1",
-                    "-p",
-                    str(self.port),
-                    "kanban.asgi:application",
-                ],
-                cwd=ROOT,
-                env=self.env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-        finally:
-            log.close()
-        deadline = time.monotonic() + SERVER_START_SECONDS
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"daphne exited with {self.proc.returncode}:\n{self.log_tail()}")
-            try:
-                with urllib.request.urlopen(f"{self.base_url}/login/", timeout=2) as response:
-                    if response.status == 200:
-                        return
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                pass
-            time.sleep(0.05)
-        self.stop()
-        raise RuntimeError(
-            f"daphne did not answer within {SERVER_START_SECONDS}s:\n{self.log_tail()}"
-        )
-
-    def stop(self, sig: int = signal.SIGTERM) -> None:
-        proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        proc.send_signal(sig)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-
-    def log_tail(self, lines: int = 40) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no log)"
 
 
 @dataclass
@@ -172,21 +53,10 @@ class Agent:
     name: str
 
     def call(self, tool: str, body: dict[str, Any] | None = None) -> Reply:
-        request = urllib.request.Request(
-            f"{self.base_url}/api/boards/{self.slug}/tools/{tool}",
-            data=json.dumps(body or {}).encode(),
-            method="POST",
-            headers={
-                "Authorization": f"Bearer {self.token}",
-                "X-Agent": self.name,
-                "Content-Type": "application/json",
-            },
+        status, answer = call(
+            self.base_url, self.slug, self.token, tool, body or {}, agent=self.name, timeout=10
         )
-        try:
-            with urllib.request.urlopen(request, timeout=10) as response:
-                return Reply(response.status, json.loads(response.read()))
-        except urllib.error.HTTPError as exc:
-            return Reply(exc.code, json.loads(exc.read() or b"null"))
+        return Reply(status, answer)
 
     def ok(self, tool: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
         reply = self.call(tool, body)
@@ -214,10 +84,10 @@ class LiveBoard:
 
     @property
     def url(self) -> str:
-        return f"{self.server.base_url}/boards/{self.slug}/"
+        return f"{self.server.base}/boards/{self.slug}/"
 
     def agent(self, name: str = "alice") -> Agent:
-        return Agent(self.server.base_url, self.slug, self.token, name)
+        return Agent(self.server.base, self.slug, self.token, name)
 
 
 @dataclass(repr=False)
@@ -237,7 +107,7 @@ class BoardPages:
         self.contexts.append(context)
         page = context.new_page()
         self._watch(page, f"page {len(self.contexts)}")
-        base = self.live_board.server.base_url
+        base = self.live_board.server.base
         page.goto(f"{base}/login/?next=/boards/{self.live_board.slug}/")
         page.fill("input[name=username]", USERNAME)
         page.fill("input[name=password]", PASSWORD)
@@ -301,33 +171,29 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 @pytest.fixture(scope="session")
 def chromium_path() -> str:
-    if not Path(CHROMIUM).exists():
-        reason = f"{CHROMIUM} is missing: install Debian's chromium to run the browser tests"
+    if not Path(CHROMIUM_PATH).exists():
+        reason = f"{CHROMIUM_PATH} is missing: install Debian's chromium to run the browser tests"
         if os.environ.get("CI"):
             pytest.fail(reason)
         pytest.skip(reason)
-    return CHROMIUM
+    return CHROMIUM_PATH
 
 
 @pytest.fixture(scope="session")
-def server(chromium_path: str) -> Iterator[Server]:
-    with tempfile.TemporaryDirectory(prefix="kanban-browser-") as tmp:
-        srv = Server(Path(tmp))
-        srv.manage("migrate", "--noinput", "-v0")
-        srv.manage(
-            "createsuperuser",
-            "--noinput",
-            "--username",
-            USERNAME,
-            "--email",
-            "pat@example.com",
-            extra_env={"DJANGO_SUPERUSER_PASSWORD": PASSWORD},
-        )
-        srv.start()
-        try:
-            yield srv
-        finally:
-            srv.stop()
+def cluster(chromium_path: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """The server's database (its own SQLite file), with the person's login."""
+    made = Cluster(tmp_path_factory.mktemp("browser"))
+    try:
+        made.user(USERNAME, PASSWORD)
+        yield made
+    finally:
+        made.stop()
+
+
+@pytest.fixture(scope="session")
+def server(cluster: Cluster) -> Server:
+    """One daphne on the cluster's database; a test may stop it and start it again."""
+    return cluster.server(cluster.start())
 
 
 @pytest.fixture(scope="session")
@@ -344,13 +210,13 @@ _board_numbers = itertools.count(1)
 
 
 @pytest.fixture
-def live_board(server: Server) -> LiveBoard:
+def live_board(cluster: Cluster, server: Server) -> LiveBoard:
     """A fresh board on the running server, with a team token (agents name themselves)."""
-    if server.proc is None:  # an earlier test stopped it and could not start it again
+    if not server.running:  # an earlier test stopped it and could not start it again
         server.start()
     slug = f"b{next(_board_numbers)}-{os.getpid()}"
     # The createboard and issuetoken commands, run in one process to save a Django start.
-    output = server.manage(
+    output = cluster.manage(
         "shell",
         "-c",
         "from django.core.management import call_command\n"

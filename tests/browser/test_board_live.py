@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from .conftest import LiveBoard, Server, assert_not_reloaded, wait_live
+from boards.liveserver import Cluster, Server
+
+from .conftest import LiveBoard, assert_not_reloaded, wait_live
 
 pytestmark = pytest.mark.browser
 
@@ -239,7 +241,7 @@ services.task_create(board=board, actor="bob", subject="Created while the server
 
 
 def test_a_page_catches_up_after_the_server_restarts(
-    open_page: OpenPage, live_board: LiveBoard, server: Server
+    open_page: OpenPage, live_board: LiveBoard, cluster: Cluster, server: Server
 ):
     page = open_page()
     alice = live_board.agent("alice")
@@ -258,7 +260,7 @@ def test_a_page_catches_up_after_the_server_restarts(
     try:
         expect(page.locator("#live-status")).to_have_attribute("data-state", "down")
         # Changes made while no server pushes anything (through the services, as every door).
-        server.manage("shell", "-c", _WRITE_WHILE_DOWN.format(slug=json.dumps(live_board.slug)))
+        cluster.manage("shell", "-c", _WRITE_WHILE_DOWN.format(slug=json.dumps(live_board.slug)))
     finally:
         server.start()
 
