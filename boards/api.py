@@ -68,7 +68,10 @@ async def tool_call(request: HttpRequest, slug: str, tool: str) -> JsonResponse:
         tools.lookup(tool)  # an unknown tool is a 404, whatever its body
         answer = await tools.call(caller, tool, parse_body(request))
     except ServiceError as exc:
-        return error_response(exc)
+        response = error_response(exc)
+        for name, value in (auth.challenge(exc, request.headers) or {}).items():
+            response[name] = value
+        return response
     return JsonResponse(
         answer.body, status=answer.status, safe=False, json_dumps_params={"ensure_ascii": False}
     )
@@ -89,6 +92,34 @@ def tool_list(request: HttpRequest, slug: str) -> JsonResponse:
         return JsonResponse({"tools": dialects.dialect_definitions(dialect, fmt)})
     except ServiceError as exc:
         return error_response(exc)
+
+
+@require_GET
+def oauth_protected_resource(request: HttpRequest, resource: str = "") -> JsonResponse:
+    """RFC 9728 metadata for OAuth-aware MCP clients: this server takes static bearer
+    tokens issued on a board's Tokens page and names no authorization server."""
+    base = request.build_absolute_uri("/").rstrip("/")
+    return JsonResponse(
+        {
+            "resource": f"{base}/{resource}" if resource else base,
+            "bearer_methods_supported": ["header"],
+            "authorization_servers": [],
+            "resource_documentation": f"{base}/",
+            "description": NO_OAUTH,
+        }
+    )
+
+
+NO_OAUTH = (
+    "Agent Kanban uses static bearer tokens, issued per board by its admins on the board's "
+    "Agent tokens page; send one as 'Authorization: Bearer <token>'. There is no OAuth "
+    "authorization server and no client registration."
+)
+
+
+def no_oauth(request: HttpRequest, rest: str = "") -> JsonResponse:
+    """The OAuth paths clients probe (authorization server metadata, /register): JSON, never HTML."""
+    return JsonResponse({"error": {"code": "no_oauth", "message": NO_OAUTH}}, status=404)
 
 
 @require_GET

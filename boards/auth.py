@@ -32,14 +32,16 @@ def authenticate(headers: Mapping[str, str], board_slug: str) -> Caller:
     agent with a token of its own nor a person. The agent is marked seen on the
     board's roster.
     """
-    board = selectors.board_get(board_slug)
     header = headers.get("Authorization", "")
     scheme, _, raw = header.partition(" ")
     if scheme.lower() != "bearer" or not raw.strip():
         raise Unauthorized("Send the board's token as 'Authorization: Bearer <token>'")
+    # The token first: without a valid one, an unknown board and a wrong token look
+    # the same (401), so board names cannot be probed.
     token = AgentToken.objects.filter(token_hash=hash_token(raw.strip())).first()
     if token is None:
         raise Unauthorized("Unknown token")
+    board = selectors.board_get(board_slug)
     if token.board_id != board.pk:
         raise PermissionDenied("This token belongs to another board")
     if token.revoked_at is not None:
@@ -76,3 +78,18 @@ def _check_team_name(board: Board, agent: str) -> None:
             f"X-Agent: {agent!r} is a person's name; agents cannot act as people",
             code="identity_taken",
         )
+
+
+def challenge(exc: Exception, headers: Mapping[str, str]) -> dict[str, str] | None:
+    """The ``WWW-Authenticate`` header of a 401 (RFC 6750): ``error="invalid_token"`` when
+    a token was sent and is not valid, so OAuth-aware clients show why."""
+    if not isinstance(exc, Unauthorized):
+        return None
+    if not headers.get("Authorization", "").strip():
+        return {"WWW-Authenticate": 'Bearer realm="kanban"'}
+    description = str(getattr(exc, "message", "invalid token")).replace('"', "'")
+    return {
+        "WWW-Authenticate": (
+            f'Bearer realm="kanban", error="invalid_token", error_description="{description}"'
+        )
+    }

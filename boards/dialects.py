@@ -774,14 +774,8 @@ def dialect_for(tool_name: str) -> Dialect | None:
 
 
 def _definition(name: str, description: str, model: type[schemas.ToolInput], fmt: str) -> dict:
-    schema = model.model_json_schema()
-    schema.pop("title", None)
-    if fmt == "openai":
-        return {
-            "type": "function",
-            "function": {"name": name, "description": description, "parameters": schema},
-        }
-    return {"name": name, "description": description, "input_schema": schema}
+    schema = schemas.strict_schema(model.model_json_schema())
+    return schemas.definition(name, description, schema, fmt)
 
 
 def dialect_definitions(dialect: str, fmt: str = "anthropic") -> list[dict[str, Any]]:

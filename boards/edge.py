@@ -16,6 +16,7 @@ builds (``daphne.http_protocol.WebRequest``, looked up per connection).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
@@ -161,14 +162,14 @@ class BodyLimit:
         await self.app(scope, receive, send)
 
 
-def _header(scope: dict, name: bytes) -> str:
+def _header(scope: Mapping[str, Any], name: bytes) -> str:
     for key, value in scope.get("headers") or []:
         if key.lower() == name:
             return value.decode("latin-1")
     return ""
 
 
-def expected_origins(scope: dict) -> set[str]:
+def expected_origins(scope: Mapping[str, Any]) -> set[str]:
     """The origins a board page served to this request's host would have.
 
     A page is same-origin with its socket when scheme, host and port all match:

@@ -49,12 +49,13 @@ from django.http.request import split_domain_port, validate_host
 from mcp import types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.shared.exceptions import MCPError
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
 from . import auth, schemas, tools
-from .edge import body_limit
+from .edge import body_limit, expected_origins
 from .errors import NotFound, ServiceError, error_body
 
 logger = logging.getLogger(__name__)
@@ -68,14 +69,25 @@ except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
 
 @cache
 def mcp_tools() -> list[types.Tool]:
-    return [
-        types.Tool(
-            name=name,
-            description=schemas.TOOL_DESCRIPTIONS[name],
-            input_schema=schemas.input_schema(name),
+    tools = []
+    for name in schemas.TOOL_INPUTS:
+        hints = schemas.TOOL_HINTS[name]
+        tools.append(
+            types.Tool(
+                name=name,
+                title=hints.title,
+                description=schemas.TOOL_DESCRIPTIONS[name],
+                input_schema=schemas.input_schema(name),
+                annotations=types.ToolAnnotations(
+                    title=hints.title,
+                    read_only_hint=hints.read_only,
+                    destructive_hint=hints.destructive,
+                    idempotent_hint=hints.idempotent,
+                    open_world_hint=False,
+                ),
+            )
         )
-        for name in schemas.TOOL_INPUTS
-    ]
+    return tools
 
 
 @cache
@@ -114,6 +126,12 @@ def build_server(caller: auth.Caller) -> Server[Any]:
     async def on_call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
+        if params.name not in schemas.TOOL_INPUTS:
+            # A tool that does not exist is the client's protocol mistake, not a tool error.
+            raise MCPError(
+                types.INVALID_PARAMS,
+                f"Unknown tool {params.name[:80]!r}; tools/list names the tools",
+            )
         return await call_tool(caller, params.name, params.arguments or {})
 
     board = caller.board
@@ -173,15 +191,20 @@ async def mcp_app(scope: Scope, receive: Receive, send: Send) -> None:
             }
         }
         return await _refuse(scope, receive, send, 400, body)
+    origin = headers.get("origin", "").strip().lower().rstrip("/")
+    if origin and origin not in expected_origins(scope):
+        # A browser page of another origin (DNS rebinding, a malicious site): 403, as the
+        # transport requires. Clients that are not browsers send no Origin.
+        body = {"error": {"code": "forbidden_origin", "message": f"Origin {origin!r} refused"}}
+        return await _refuse(scope, receive, send, 403, body)
     # Like Django's ASGI handler: this request's sync code gets a thread of its own,
     # so concurrent MCP requests do not queue behind one another on a single thread.
     async with ThreadSensitiveContext():
         try:
             caller = await database_sync_to_async(auth.authenticate)(headers, match["slug"])
         except ServiceError as exc:
-            status = exc.status
-            extra = {"WWW-Authenticate": 'Bearer realm="kanban"'} if status == 401 else None
-            return await _refuse(scope, receive, send, status, error_body(exc), extra)
+            extra = auth.challenge(exc, headers)
+            return await _refuse(scope, receive, send, exc.status, error_body(exc), extra)
         if scope["method"] != "POST":
             body = {
                 "error": {

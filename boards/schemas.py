@@ -3,6 +3,7 @@ definitions agents read (Anthropic and OpenAI formats) and of the OpenAPI docume
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -223,10 +224,17 @@ class TaskBatchInput(ToolInput):
     ops: Annotated[list[BatchOp], Field(min_length=1, max_length=500)]
 
 
+# Under the 60 s request timeout of common MCP clients (the TypeScript SDK's default), so
+# a default watch answers timedOut: true before the client gives up.
+WATCH_DEFAULT_SECONDS = 45
+
+
 class TaskWatchInput(ToolInput):
     taskId: TaskId
-    timeoutSeconds: Annotated[StrictFloat | StrictInt, Field(ge=0, le=300)] = Field(
-        60, description="Give up after this many seconds (at most 300) with timedOut: true."
+    timeoutSeconds: Annotated[float, Field(ge=0, le=300)] = Field(
+        WATCH_DEFAULT_SECONDS,
+        description=f"Give up after this many seconds (default {WATCH_DEFAULT_SECONDS}, at most "
+        "300) with timedOut: true; then call again to keep waiting.",
     )
 
 
@@ -333,8 +341,8 @@ TOOL_DESCRIPTIONS: dict[str, str] = {
     ),
     "TaskWatch": (
         "Wait until a task finishes (completed, failed or cancelled) or a person decides "
-        "its pending approval, then return the task; or return at timeoutSeconds (at "
-        "most 300) with timedOut: true, after which you may call it again. Use it to "
+        "its pending approval, then return the task; or return at timeoutSeconds (default "
+        "45, at most 300) with timedOut: true: then call it again to keep waiting. Use it to "
         "wait for another agent's result or for approval instead of polling TaskGet."
     ),
     "TaskRequestApproval": (
@@ -371,33 +379,89 @@ TOOL_INPUTS: dict[str, type[ToolInput]] = {
 }
 
 
-def input_schema(name: str) -> dict[str, Any]:
-    schema = TOOL_INPUTS[name].model_json_schema()
+@dataclass(frozen=True)
+class Hints:
+    """What a client may assume of a tool (MCP tool annotations), and its human title."""
+
+    title: str
+    read_only: bool = False
+    destructive: bool = False
+    idempotent: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "title": self.title,
+            "readOnlyHint": self.read_only,
+            "destructiveHint": self.destructive,
+            "idempotentHint": self.idempotent,
+            # Only this board: nothing outside it is read or changed.
+            "openWorldHint": False,
+        }
+
+
+TOOL_HINTS: dict[str, Hints] = {
+    "TaskCreate": Hints("Create a task"),
+    "TaskGet": Hints("Read a task", read_only=True, idempotent=True),
+    "TaskUpdate": Hints("Update or delete a task", destructive=True),
+    "TaskList": Hints("List the board's tasks", read_only=True, idempotent=True),
+    "TaskClaim": Hints("Claim a task and start it"),
+    "TaskReassign": Hints("Hand a task to another agent", destructive=True),
+    "TaskBatch": Hints("Apply many changes at once", destructive=True),
+    "TaskWatch": Hints("Wait for a task", read_only=True, idempotent=True),
+    "TaskRequestApproval": Hints("Ask a person to approve"),
+    # ack: true marks messages read, so the tool as a whole is not read-only.
+    "InboxRead": Hints("Read messages from people", idempotent=True),
+    "TaskHeartbeat": Hints("Keep my claims alive", idempotent=True),
+}
+
+
+def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A pydantic schema as plain JSON Schema 2020-12: no OpenAPI ``discriminator``
+    keyword (strict validators refuse unknown keywords), no top-level title."""
+
+    def clean(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: clean(v) for k, v in node.items() if k != "discriminator"}
+        if isinstance(node, list):
+            return [clean(v) for v in node]
+        return node
+
+    schema = clean(schema)
     schema.pop("title", None)
     return schema
 
 
+def input_schema(name: str) -> dict[str, Any]:
+    return strict_schema(TOOL_INPUTS[name].model_json_schema())
+
+
+def definition(
+    name: str,
+    description: str,
+    schema: dict[str, Any],
+    fmt: str,
+    hints: Hints | None = None,
+) -> dict[str, Any]:
+    """One tool in Anthropic's ``{name, description, input_schema}`` shape or as OpenAI's
+    function; the annotations ride along where the format has room for them."""
+    if fmt == "openai":
+        return {
+            "type": "function",
+            "function": {"name": name, "description": description, "parameters": schema},
+        }
+    tool: dict[str, Any] = {"name": name, "description": description, "input_schema": schema}
+    if hints is not None:
+        tool["title"] = hints.title
+        tool["annotations"] = hints.as_dict()
+    return tool
+
+
 def tool_definitions(fmt: str = "anthropic") -> list[dict[str, Any]]:
     """Every tool as Anthropic's ``{name, description, input_schema}`` or OpenAI's function."""
-    tools = []
-    for name in TOOL_INPUTS:
-        schema = input_schema(name)
-        if fmt == "openai":
-            tools.append(
-                {
-                    "type": "function",
-                    "function": {
-                        "name": name,
-                        "description": TOOL_DESCRIPTIONS[name],
-                        "parameters": schema,
-                    },
-                }
-            )
-        else:
-            tools.append(
-                {"name": name, "description": TOOL_DESCRIPTIONS[name], "input_schema": schema}
-            )
-    return tools
+    return [
+        definition(name, TOOL_DESCRIPTIONS[name], input_schema(name), fmt, TOOL_HINTS[name])
+        for name in TOOL_INPUTS
+    ]
 
 
 ERROR_SCHEMA = {

@@ -145,6 +145,10 @@ def test_missing_or_bad_token_is_401(board, state, header):
     )
     assert response.status_code == 401
     assert response.json()["error"]["code"] == "unauthorized"
+    challenge = response["WWW-Authenticate"]
+    assert challenge.startswith('Bearer realm="kanban"')
+    # RFC 6750: name the error only when credentials were sent.
+    assert ('error="invalid_token"' in challenge) == bool(header and header.strip())
     assert state() == before
 
 

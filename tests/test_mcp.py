@@ -126,8 +126,14 @@ async def test_initialize_and_list_tools(live: Live) -> None:
     assert [t.name for t in tools] == list(schemas.TOOL_INPUTS)
     assert len(tools) == 11
     for tool in tools:
+        hints = schemas.TOOL_HINTS[tool.name]
         assert tool.description == schemas.TOOL_DESCRIPTIONS[tool.name]
         assert tool.input_schema == schemas.input_schema(tool.name)
+        assert tool.title == hints.title
+        assert tool.annotations is not None
+        assert tool.annotations.read_only_hint is hints.read_only
+        assert tool.annotations.destructive_hint is hints.destructive
+        assert tool.annotations.open_world_hint is False
 
 
 async def test_create_claim_next_complete(live: Live) -> None:
@@ -179,7 +185,10 @@ async def test_refusals_are_tool_errors_with_the_api_error_json(live: Live) -> N
             {"field": "colour", "message": "Extra inputs are not permitted"}
         ]
         assert (await call_error(client, "TaskCreate", {}))["details"][0]["field"] == "subject"
-        assert (await call_error(client, "Nope", {}))["code"] == "unknown_tool"
+        # A tool that does not exist is a protocol error (-32602), not a tool result.
+        with pytest.raises(MCPError) as unknown:
+            await client.call_tool("Nope", {})
+        assert unknown.value.error.code == types.INVALID_PARAMS
         # A rule of the services: a task already owned by another agent cannot be claimed.
         await call(client, "TaskCreate", {"subject": "Taken"})
         await call(client, "TaskReassign", {"taskId": "1", "owner": "bob"})
@@ -216,6 +225,8 @@ ACCEPT = {"Accept": "application/json, text/event-stream"}
         ("errors", "revoked", 403, "token_revoked"),
         ("team", "team", 400, "invalid_input"),  # a team token without X-Agent
         ("no-such-board", "errors", 404, "board_not_found"),
+        # Without a valid token an unknown board looks like any other: nothing to probe.
+        ("no-such-board", "ak_not-a-real-token", 401, "unauthorized"),
     ],
 )
 async def test_refused_before_any_mcp_processing(
@@ -229,7 +240,30 @@ async def test_refused_before_any_mcp_processing(
     assert response.json()["error"]["code"] == code
     assert "jsonrpc" not in response.json()
     if status == 401:
-        assert response.headers["WWW-Authenticate"].startswith("Bearer")
+        challenge = response.headers["WWW-Authenticate"]
+        assert challenge.startswith('Bearer realm="kanban"')
+        assert ('error="invalid_token"' in challenge) == (token is not None)
+
+
+@pytest.mark.parametrize(
+    ("origin", "status"),
+    [
+        ("http://evil.example", 403),
+        ("{other_port}", 403),  # another port of this host
+        ("{base}", 200),  # a page of this very origin
+        (None, 200),  # clients that are not browsers send none
+    ],
+)
+async def test_the_origin_is_checked_as_on_the_board_socket(
+    live: Live, origin: str | None, status: int
+) -> None:
+    headers = dict(ACCEPT)
+    if origin is not None:
+        host, port = live.base_url.rsplit(":", 1)
+        headers["Origin"] = origin.format(base=live.base_url, other_port=f"{host}:{int(port) + 1}")
+    async with _http(live.tokens["tools"], **headers) as http:
+        response = await http.post(live.url("tools"), json=INITIALIZE)
+    assert response.status_code == status, response.text
 
 
 async def test_sdk_client_without_a_valid_token_fails(live: Live) -> None:

@@ -1,0 +1,105 @@
+"""What agents' clients meet at the doors (issue 14): tool hints, strict schemas,
+auth errors OAuth-aware clients can show, and no board probing without a token."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.test import Client
+from jsonschema import Draft202012Validator
+
+from boards import schemas
+from tests.factories import make_token
+
+WELL_KNOWN = [
+    "/.well-known/oauth-protected-resource",
+    "/.well-known/oauth-protected-resource/mcp/team/",
+    "/.well-known/oauth-authorization-server",
+    "/.well-known/oauth-authorization-server/mcp/team",
+    "/.well-known/openid-configuration",
+    "/register",
+]
+
+
+@pytest.mark.parametrize("path", WELL_KNOWN)
+def test_every_oauth_path_a_client_probes_answers_json(db, path):
+    response = Client().get(path)
+    assert response["Content-Type"] == "application/json"
+    body = response.json()
+    text = json.dumps(body)
+    assert "static bearer tokens" in text
+    if "protected-resource" in path:
+        assert response.status_code == 200
+        assert body["authorization_servers"] == []
+    else:
+        assert response.status_code == 404
+
+
+def test_an_unknown_board_and_a_bad_token_look_the_same(board):
+    def answer(slug: str) -> tuple[int, str]:
+        response = Client().post(
+            f"/api/boards/{slug}/tools/TaskList",
+            data=b"{}",
+            content_type="application/json",
+            headers={"Authorization": "Bearer ak_guess"},
+        )
+        return response.status_code, response.json()["error"]["message"]
+
+    assert answer("team") == answer("no-such-board") == (401, "Unknown token")
+
+
+def test_every_tool_has_a_title_and_hints_and_a_strict_schema():
+    definitions = {d["name"]: d for d in schemas.tool_definitions()}
+    assert set(definitions) == set(schemas.TOOL_INPUTS)
+    read_only = {n for n, d in definitions.items() if d["annotations"]["readOnlyHint"]}
+    destructive = {n for n, d in definitions.items() if d["annotations"]["destructiveHint"]}
+    assert read_only == {"TaskGet", "TaskList", "TaskWatch"}
+    assert destructive == {"TaskUpdate", "TaskBatch", "TaskReassign"}
+    for name, definition in definitions.items():
+        assert definition["title"]
+        assert definition["annotations"]["openWorldHint"] is False
+        schema = definition["input_schema"]
+        Draft202012Validator.check_schema(schema)
+        assert "discriminator" not in json.dumps(schema), name
+        assert '"ge"' not in json.dumps(schema) and '"le"' not in json.dumps(schema), name
+
+
+@pytest.mark.parametrize(
+    ("tool", "field", "below", "lowest", "highest", "above"),
+    [
+        ("TaskWatch", "timeoutSeconds", -0.5, 0, 300, 300.5),
+        ("TaskClaim", "leaseSeconds", 4, 5, 86_400, 86_401),
+        ("TaskList", "limit", 0, 1, 500, 501),
+    ],
+)
+def test_each_advertised_bound_is_the_one_the_server_checks(
+    alice, tool, field, below, lowest, highest, above
+):
+    schema = schemas.input_schema(tool)["properties"][field]
+    branches = schema.get("anyOf", [schema])
+    bounded = next(b for b in branches if "minimum" in b)
+    assert (bounded["minimum"], bounded["maximum"]) == (lowest, highest)
+    alice.create("Watched")
+    base = {"taskId": "1"} if tool == "TaskWatch" else {}
+    for value in (below, above):
+        reply = alice.call(tool, {**base, field: value})
+        assert reply.status == 400, (field, value)
+        assert reply.error["details"][0]["field"] == field
+    if tool == "TaskClaim":
+        assert alice.call(tool, {field: lowest}).status == 200
+    elif tool == "TaskList":
+        assert alice.call(tool, {field: highest}).status == 200
+
+
+def test_the_default_watch_ends_before_a_60_second_client_timeout():
+    default = schemas.input_schema("TaskWatch")["properties"]["timeoutSeconds"]["default"]
+    assert default == 45 < 60
+
+
+def test_the_http_tool_listing_carries_the_hints(board):
+    token = make_token(board, "alice")
+    response = Client().get("/api/boards/team/tools", headers={"Authorization": f"Bearer {token}"})
+    tools = {t["name"]: t for t in response.json()["tools"]}
+    assert tools["TaskGet"]["annotations"]["readOnlyHint"] is True
+    assert tools["TaskBatch"]["title"] == "Apply many changes at once"
