@@ -50,6 +50,7 @@ class BoardConsumer(AsyncWebsocketConsumer):
         self.card_seq: dict[str, int] = {}
         self.header_sent: dict[str, tuple[int, str]] = {}
         self.sent_seq = 0
+        self.floor = -1
         await self.channel_layer.group_add(self.group, self.channel_name)
         session = self.scope.get("session")
         self.session_group = (
@@ -73,6 +74,9 @@ class BoardConsumer(AsyncWebsocketConsumer):
 
     def _missed(self, board: Board, since: int) -> dict | None:
         board.refresh_from_db(fields=["last_seq"])
+        # The page already shows the board as of ``since``: a push rendered from that state
+        # or an older one (published late, or by a slower process) would only take it back.
+        self.floor = since if 0 <= since <= board.last_seq else -1
         if since == board.last_seq:
             # The page is current: remember its header so the first push sends only changes.
             parts = header_parts(header_context(board))
@@ -99,6 +103,8 @@ class BoardConsumer(AsyncWebsocketConsumer):
 
     async def board_update(self, message: dict) -> None:
         label = message["seq"]
+        if message.get("events") and label <= self.floor:
+            return  # (a push without events, the roster or a lease renewal, has no seq of its own)
         parts = []
         if message.get("full"):
             parts.append(message["full"])

@@ -16,15 +16,18 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import os
+import queue
+import threading
 from collections.abc import Iterable
 from functools import partial
 from typing import Any
 
-from asgiref.sync import async_to_sync
+from asgiref.sync import SyncToAsync, async_to_sync
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.contrib.auth.signals import user_logged_out
-from django.db import transaction
+from django.db import close_old_connections, transaction
 from django.dispatch import receiver
 from django.http import HttpRequest
 
@@ -112,6 +115,36 @@ def publish(
 def _send(
     board_id: int, events: list[dict], touched: list[int], reset: bool, header: bool = True
 ) -> None:
+    """After commit: hand the update to this process's publisher, so the write's answer
+    does not wait for the HTML (``KANBAN_PUSH_IN_BACKGROUND``; off, it is sent here)."""
+    job = (board_id, events, touched, reset, header)
+    if settings.KANBAN_PUSH_IN_BACKGROUND:
+        _publisher().put((job, _server_loop()))
+    else:
+        _deliver(*job)
+
+
+def _server_loop() -> asyncio.AbstractEventLoop | None:
+    """The event loop serving this request, when the write runs in one of its sync threads.
+
+    The channel layer (the in-memory one above all) belongs to that loop: the publisher
+    thread sends on it rather than on a loop of its own.
+    """
+    loop = getattr(SyncToAsync.threadlocal, "main_event_loop", None)
+    pid = getattr(SyncToAsync.threadlocal, "main_event_loop_pid", None)
+    if loop is not None and pid == os.getpid() and loop.is_running():
+        return loop
+    return None
+
+
+def _deliver(
+    board_id: int,
+    events: list[dict],
+    touched: list[int],
+    reset: bool,
+    header: bool = True,
+    loop: asyncio.AbstractEventLoop | None = None,
+) -> None:
     try:
         layer = get_channel_layer()
         if layer is None:
@@ -120,11 +153,42 @@ def _send(
         full = reset or len(touched) > CATCH_UP_MAX_CARDS
         message = render_update(board_id, touched, full=full, header=header)
         message["events"] = events
-        async_to_sync(_bounded_group_send)(layer, group_name(board_id), message)
+        if loop is not None and loop.is_running():
+            send = _bounded_group_send(layer, group_name(board_id), message)
+            future = asyncio.run_coroutine_threadsafe(send, loop)
+            future.result(settings.KANBAN_BROADCAST_TIMEOUT_SECONDS + 1)
+        else:
+            async_to_sync(_bounded_group_send)(layer, group_name(board_id), message)
     except TimeoutError:
         logger.warning("broadcast of board %s update timed out", board_id)
     except Exception:
         logger.exception("broadcast of board %s update failed", board_id)
+
+
+_queue: queue.SimpleQueue[tuple] | None = None
+_queue_lock = threading.Lock()
+
+
+def _publisher() -> queue.SimpleQueue[tuple]:
+    """The process's one publisher thread: updates leave in commit order (one queue,
+    one thread), each rendered once for every open board of this process's layer."""
+    global _queue
+    with _queue_lock:
+        if _queue is None:
+            _queue = queue.SimpleQueue()
+            threading.Thread(
+                target=_publish_forever, args=(_queue,), name="board-publisher", daemon=True
+            ).start()
+        return _queue
+
+
+def _publish_forever(jobs: queue.SimpleQueue[tuple]) -> None:
+    while True:
+        (board_id, events, touched, reset, header), loop = jobs.get()
+        try:
+            _deliver(board_id, events, touched, reset, header, loop)
+        finally:
+            close_old_connections()
 
 
 async def _bounded_group_send(layer: Any, group: str, message: dict) -> None:

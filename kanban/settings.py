@@ -232,6 +232,9 @@ KANBAN_BENCH = env_bool("KANBAN_BENCH", False)
 # Tool API: the largest request body accepted (413 beyond), and how long TaskWatch may wait.
 KANBAN_MAX_BODY_BYTES = int(os.environ.get("KANBAN_MAX_BODY_BYTES", str(256 * 1024)))
 KANBAN_WATCH_MAX_SECONDS = 300
+# Render and send a write's push in a background thread, so its answer does not wait
+# for the HTML (browsers that miss a push catch up from the event log).
+KANBAN_PUSH_IN_BACKGROUND = env_bool("KANBAN_PUSH_IN_BACKGROUND", True)
 # The longest a committed write's answer waits on its broadcast (an unresponsive Redis).
 KANBAN_BROADCAST_TIMEOUT_SECONDS = float(os.environ.get("KANBAN_BROADCAST_TIMEOUT_SECONDS", "0.5"))
 # An agent owning an in-progress task and silent for longer than this is flagged stale.

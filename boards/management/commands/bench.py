@@ -5,7 +5,10 @@ Starts daphne on a fresh SQLite database in a temporary directory, then:
 * push latency: from the moment an agent's HTTP tool call is sent to the card
   standing in its new column in Chromium, p50 / p99, with 1 and with 20 pages;
 * tool call latency against an empty JSON view on the same server (the ratio);
-* board page render time at 100 / 1,000 / 5,000 tasks.
+* board page render time at 100 / 1,000 / 5,000 tasks;
+* ``--scale``: the same calls on a 1,000- and a 20,000-task board (mostly finished
+  history) in one run, each call's p50 on one keep-alive connection and the ratio
+  between the two boards, plus the board page's time and size.
 
 Prints a table and writes the figures as JSON (``--out``).
 """
@@ -13,6 +16,7 @@ Prints a table and writes the figures as JSON (``--out``).
 from __future__ import annotations
 
 import asyncio
+import http.client
 import importlib.util
 import json
 import os
@@ -22,6 +26,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -98,6 +103,13 @@ class Command(BaseCommand):
             "--skip", default="", help="comma-separated: sqlite, browser, pg (runs to leave out)"
         )
         parser.add_argument("--out", default="bench-results.json")
+        parser.add_argument(
+            "--scale",
+            action="store_true",
+            help="only the history-independence run: the same calls at 1,000 and 20,000 tasks",
+        )
+        parser.add_argument("--scale-sizes", default="1000,20000")
+        parser.add_argument("--scale-calls", type=int, default=100)
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["quick"]:
@@ -110,6 +122,13 @@ class Command(BaseCommand):
             "when": time.strftime("%Y-%m-%d %H:%M"),
             "command": "python manage.py bench " + " ".join(sys.argv[2:]),
         }
+        if options["scale"]:
+            with tempfile.TemporaryDirectory() as tmp:
+                results["scale"] = self.scale(Path(tmp), options)
+            self.report_scale(results["scale"])
+            Path(options["out"]).write_text(json.dumps(results, indent=2))
+            self.stdout.write(f"\nwrote {options['out']}")
+            return
         self.check_extras(skip)
         with tempfile.TemporaryDirectory() as tmp:
             if "sqlite" not in skip:
@@ -506,7 +525,8 @@ class Command(BaseCommand):
             with urllib.request.urlopen(page) as response:
                 html = response.read()
             samples.append((time.perf_counter() - start) * 1000)
-        assert html.count(b"data-task-id=") == size
+        shown = html.count(b"data-task-id=")
+        assert 0 < shown <= size
         list_samples = []
         for _ in range(7):
             start = time.perf_counter()
@@ -530,8 +550,143 @@ class Command(BaseCommand):
             "queries": int(queries.splitlines()[-1]),
             "page_ms": round(statistics.median(samples), 1),
             "page_kb": round(len(html) / 1024),
+            "cards_shown": shown,
             "tasklist_ms": round(statistics.median(list_samples), 1),
         }
+
+    # -- history independence (--scale) -------------------------------------------------
+
+    def scale(self, workdir: Path, options: dict[str, Any]) -> dict[str, Any]:
+        sizes = [int(n) for n in options["scale_sizes"].split(",")]
+        calls = options["scale_calls"]
+        cluster = Cluster(workdir / "scale", env=BENCH_ENV)
+        try:
+            base = cluster.start()
+            self.make_user(cluster)
+            boards = {}
+            for size in sizes:
+                agent = self.board(cluster, f"scale{size}")
+                self.fill(agent, size)
+                # History: all but the last 100 finished, as a board that ran for weeks.
+                cluster.manage(
+                    "shell",
+                    "-c",
+                    "from django.utils import timezone\n"
+                    "from boards.models import Task\n"
+                    f"Task.objects.filter(board__slug='scale{size}', number__lte={size - 100})"
+                    ".update(status='completed', completed_at=timezone.now(), blocked=False)",
+                )
+                # Fresh blockers with five dependents each, one per measured completion.
+                ops: list[dict[str, Any]] = []
+                for i in range(calls):
+                    ops.append({"op": "create", "ref": f"b{i}", "subject": f"Blocker {i}"})
+                    ops += [
+                        {"op": "create", "subject": f"Dependent {i}.{d}", "blockedBy": [f"b{i}"]}
+                        for d in range(5)
+                    ]
+                for start in range(0, len(ops), 480):
+                    status, body = agent.call("TaskBatch", {"ops": ops[start : start + 480]})
+                    assert status == 200, body
+                boards[size] = (agent, size + 1)
+            cookie = session_cookie(base, "bench", "bench-pass-1")
+            figures = {
+                size: self._scale_calls(base, *boards[size], calls, cookie) for size in sizes
+            }
+        finally:
+            cluster.stop()
+        small, big = sizes[0], sizes[-1]
+        return {
+            "sizes": sizes,
+            "calls": calls,
+            "p50_ms": {str(size): figures[size] for size in sizes},
+            "growth": {
+                name: round(figures[big][name] / figures[small][name], 2)
+                for name in figures[small]
+                if not name.startswith("page_kb")
+            },
+            "x_floor_at_largest": {
+                name: round(value / figures[big]["floor (401)"], 2)
+                for name, value in figures[big].items()
+                if not name.startswith("page")
+            },
+        }
+
+    def _scale_calls(
+        self, base: str, agent: Agent, first_blocker: int, calls: int, cookie: str
+    ) -> dict[str, float]:
+        """p50 of each call on one keep-alive connection, as an agent's client makes them."""
+        parts = urllib.parse.urlsplit(base)
+        conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=60)
+        path = f"/api/boards/{agent.slug}/tools/"
+
+        def post(tool: str, body: dict[str, Any], token: str | None = agent.token) -> bytes:
+            headers = {"Content-Type": "application/json"}
+            if token:
+                headers["Authorization"] = f"Bearer {token}"
+            conn.request("POST", path + tool, body=json.dumps(body), headers=headers)
+            response = conn.getresponse()
+            data = response.read()
+            assert response.status in (200, 401), (tool, response.status, data[:200])
+            return data
+
+        def p50(make: Any) -> float:
+            samples = []
+            for i in range(calls):
+                start = time.perf_counter()
+                make(i)
+                samples.append((time.perf_counter() - start) * 1000)
+            return round(statistics.median(samples), 2)
+
+        open_task = json.loads(post("TaskCreate", {"subject": "Kept open"}))["task"]["id"]
+        row = {
+            "floor (401)": p50(lambda i: post("TaskList", {}, token=None)),
+            "TaskCreate": p50(lambda i: post("TaskCreate", {"subject": f"New {i}"})),
+            "TaskUpdate notes": p50(
+                lambda i: post("TaskUpdate", {"taskId": open_task, "notes": str(i)})
+            ),
+            "complete, 5 dependents": p50(
+                lambda i: post(
+                    "TaskUpdate",
+                    {"taskId": str(first_blocker + 6 * i), "status": "completed", "result": "ok"},
+                )
+            ),
+            "TaskList in_progress": p50(lambda i: post("TaskList", {"view": "in_progress"})),
+            "TaskList ready (100)": p50(lambda i: post("TaskList", {"view": "ready"})),
+        }
+        conn.close()
+        page = urllib.request.Request(f"{base}/boards/{agent.slug}/", headers={"Cookie": cookie})
+        samples, size = [], 0
+        for _ in range(7):
+            start = time.perf_counter()
+            with urllib.request.urlopen(page, timeout=60) as response:
+                size = len(response.read())
+            samples.append((time.perf_counter() - start) * 1000)
+        row["board page"] = round(statistics.median(samples), 1)
+        row["page_kb"] = round(size / 1024, 1)
+        listed = post("TaskList", {})
+        row["page_kb TaskList default"] = round(len(listed) / 1024, 1)
+        return row
+
+    def report_scale(self, scale: dict[str, Any]) -> None:
+        small, big = (str(n) for n in (scale["sizes"][0], scale["sizes"][-1]))
+        self.stdout.write(
+            f"\n== Cost of history: p50 of {scale['calls']} calls, one keep-alive connection (ms)"
+        )
+        self.stdout.write(
+            f"  {'call':<26}{small + ' tasks':>12}{big + ' tasks':>13}{'growth':>8}{'x floor':>9}"
+        )
+        for name, value in scale["p50_ms"][big].items():
+            if name.startswith("page_kb"):
+                continue
+            self.stdout.write(
+                f"  {name:<26}{scale['p50_ms'][small][name]:>12}{value:>13}"
+                f"{scale['growth'][name]:>8}{scale['x_floor_at_largest'].get(name, ''):>9}"
+            )
+        for key in ("page_kb", "page_kb TaskList default"):
+            self.stdout.write(
+                f"  {key.replace('page_kb', 'KB'):<26}{scale['p50_ms'][small][key]:>12}"
+                f"{scale['p50_ms'][big][key]:>13}"
+            )
 
     def report(self, results: dict[str, Any]) -> None:
         for name, run in (
