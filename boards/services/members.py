@@ -16,6 +16,9 @@ def member_set(*, board: Board, username: str, role: str, actor: str) -> Members
     user = get_user_model().objects.filter(username=username.strip()).first()
     if user is None:
         raise NotFound(f"No person called {username[:150]!r}", code="user_not_found")
+    current = Membership.objects.filter(board=board, user=user).first()
+    if current is not None and current.role == role:
+        return current  # nothing changes: no event
     with unit_of_work(board, actor, person=True) as work:
         membership, _ = Membership.objects.update_or_create(
             board=work.board, user=user, defaults={"role": role}

@@ -40,6 +40,10 @@ class Command(BaseCommand):
             board = services.board_create(slug="demo", name="Demo board")
             token = services.token_issue(board=board, agent="demo-agent", created_by="up")
             self.stdout.write(f"Created board 'demo' with an agent token: {token}")
+        if User.objects.filter(username=username).exists():
+            # The login administers the demo board (also when it is not a superuser).
+            demo = Board.objects.get(slug="demo")
+            services.member_set(board=demo, username=username, role="admin", actor="up")
         address = f"http://{host}:{port}/"
         self.stdout.write(f"Agent Kanban on {address}  (board: {address}boards/demo/)")
         if no_serve:
