@@ -332,3 +332,46 @@ def test_sweepers_racing_reclaim_each_lapse_once(db, alice, board):
     assert sweep() == 0
     assert Event.objects.filter(kind="reclaimed").count() == 5
     assert Attempt.objects.filter(outcome="timed_out").count() == 5
+
+
+# -- on the board ----------------------------------------------------------------------
+
+
+def test_the_board_shows_stuck_apart_and_lists_tasks_that_need_attention(
+    alice, board, person_client
+):
+    services.board_settings(board=board, actor="pat", maxAttempts=1)
+    alice.create("Build")  # 1
+    alice.create("Ship", blockedBy=["1"])  # 2: stuck once 1 fails
+    alice.create("Lint")  # 3
+    alice.create("Release", blockedBy=["3"])  # 4: merely waiting
+    alice.call("TaskClaim", {"taskId": "1"})
+    alice.call("TaskUpdate", {"taskId": "1", "status": "failed", "result": "boom"})
+    alice.call("TaskClaim", {"taskId": "3"})
+    alice.call("TaskUpdate", {"taskId": "3", "notes": "on it"})
+
+    html = person_client.get("/boards/team/").content.decode()
+    stuck_card = html[
+        html.index('id="task-2"') : html.index("</article>", html.index('id="task-2"'))
+    ]
+    waiting_card = html[
+        html.index('id="task-4"') : html.index("</article>", html.index('id="task-4"'))
+    ]
+    assert "card--stuck" in stuck_card and "stuck:" in stuck_card and "#1</a> failed" in stuck_card
+    assert "card--stuck" not in waiting_card and "blocked by" in waiting_card
+    assert '<span class="pill pill--stuck">1 stuck</span>' in html
+    strip = html[
+        html.index('id="attention"') : html.index("</section>", html.index('id="attention"'))
+    ]
+    assert 'data-attention-task="1"' in strip
+    assert "/tasks/1/retry/" in strip
+    in_progress = html[
+        html.index('id="task-3"') : html.index("</article>", html.index('id="task-3"'))
+    ]
+    assert "time data-lease" in in_progress
+
+    retried = person_client.post("/boards/team/tasks/1/retry/")
+    assert retried.status_code == 302
+    assert Task.objects.get(board=board, number=1).status == "pending"
+    html = person_client.get("/boards/team/").content.decode()
+    assert 'data-attention-task="1"' not in html
