@@ -52,6 +52,11 @@ class Board(models.Model):
     task_counter = models.PositiveIntegerField(default=0)
     # Sequence number of the last Event; a reconnecting browser asks for what came after it.
     last_seq = models.PositiveBigIntegerField(default=0)
+    # Finished tasks by status, kept by the unit of work: the counts of a board with a long
+    # history come from here, never from counting its rows.
+    completed_count = models.PositiveIntegerField(default=0)
+    failed_count = models.PositiveIntegerField(default=0)
+    cancelled_count = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -707,10 +707,11 @@ def unread_count(board: Board, agent: str) -> int:
 
 
 def board_counts(board: Board) -> dict[str, int]:
-    """The counts of TaskList and the header, from the stored flags in two grouped queries."""
+    """The counts of TaskList and the header, whatever the board's history: open tasks
+    grouped from their stored flags, finished ones from the board's counters."""
     counts = dict.fromkeys(COUNT_KEYS, 0)
     rows = (
-        Task.objects.filter(board=board)
+        Task.objects.filter(board=board, status__in=(Status.PENDING, Status.IN_PROGRESS))
         .order_by()
         .values_list("status", "blocked", "stuck")
         .annotate(n=Count("pk"))
@@ -720,8 +721,12 @@ def board_counts(board: Board) -> dict[str, int]:
             counts["blocked" if blocked else "pending"] += n
         else:
             counts[status] += n
-        if stuck and status not in TERMINAL_STATUSES:
+        if stuck:
             counts["stuck"] += n
+    finished = Board.objects.filter(pk=board.pk).values_list(
+        "completed_count", "failed_count", "cancelled_count"
+    )
+    counts["completed"], counts["failed"], counts["cancelled"] = finished.get()
     counts["ready"] = (
         Task.objects.filter(board=board).filter(_view_filter("ready", board)).order_by().count()
     )
@@ -783,13 +788,24 @@ def roster(board: Board) -> list[dict[str, Any]]:
 
 
 def board_progress(boards: Iterable[Board]) -> dict[int, dict[str, int]]:
-    """Tasks in all and completed, per board (one grouped query)."""
-    return {
-        row["board"]: row
-        for row in Task.objects.filter(board__in=list(boards))
+    """Tasks in all and completed, per board: open tasks grouped, finished ones counted."""
+    boards = list(boards)
+    open_counts = dict(
+        Task.objects.filter(board__in=boards, status__in=(Status.PENDING, Status.IN_PROGRESS))
         .values("board")
-        .annotate(total=Count("id"), done=Count("id", filter=Q(status=Status.COMPLETED)))
+        .annotate(n=Count("id"))
         .order_by()
+        .values_list("board", "n")
+    )
+    return {
+        b.pk: {
+            "total": open_counts.get(b.pk, 0)
+            + b.completed_count
+            + b.failed_count
+            + b.cancelled_count,
+            "done": b.completed_count,
+        }
+        for b in boards
     }
 
 

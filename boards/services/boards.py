@@ -37,6 +37,7 @@ def board_reset(*, board: Board, actor: str) -> Outcome:
     with unit_of_work(board, actor, person=True) as work:
         Task.objects.filter(board=work.board).delete()
         work.board.task_counter = 0
+        work.board.completed_count = work.board.failed_count = work.board.cancelled_count = 0
         work.reset = True
         work.record("reset", None)
     return Outcome(None, work.changes)

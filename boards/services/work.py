@@ -22,6 +22,12 @@ from ..errors import InvalidInput, NotFound
 from ..models import Board, Event, Task
 from ..selectors import cycle_through, derive_flags, parse_task_id
 
+# The board's counter of each finished status.
+FINISHED_COUNTERS = {
+    "completed": "completed_count",
+    "failed": "failed_count",
+    "cancelled": "cancelled_count",
+}
 SUBJECT_MAX = 200
 NAME_MAX = 100
 LONG_TEXT_MAX = 100_000
@@ -74,10 +80,13 @@ class Work:
         self.recheck: set[int] = set()
         # Edges added (task pk, blocker pk): the cycle check searches from these only.
         self.new_edges: list[tuple[int, int]] = []
+        # Each task's status before this work changed it: the board's finished counters.
+        self.status_before: dict[int, str] = {}
 
     def status_changed(self, task: Task) -> list[int]:
         """Note a change of ``task``'s status; returns its dependents' numbers."""
         dependents = list(task.blocks.values_list("pk", "number"))
+        self.status_before.setdefault(task.pk, task.status)
         self.recheck.add(task.pk)
         self.recheck.update(pk for pk, _ in dependents)
         return [number for _, number in dependents]
@@ -114,6 +123,20 @@ class Work:
             self.change(change, task.number, fields=list(data.get("fields", {})))
         else:
             self.change(change, task.number)
+
+    def _count_finished(self) -> None:
+        """Move the board's finished counters by the status changes this work made."""
+        after = dict(
+            Task.objects.filter(pk__in=self.status_before).order_by().values_list("pk", "status")
+        )
+        for pk, before in self.status_before.items():
+            now = after.get(pk)  # None: deleted
+            if now == before:
+                continue
+            for status, delta in ((before, -1), (now, +1)):
+                field = FINISHED_COUNTERS.get(status or "")
+                if field:
+                    setattr(self.board, field, max(0, getattr(self.board, field) + delta))
 
     def _store_flags(self) -> None:
         """Re-derive blocked / stuck for the rechecked tasks, store the ones that changed,
@@ -157,11 +180,14 @@ class Work:
             )
         if self.recheck:
             self._store_flags()
+        if self.status_before:
+            self._count_finished()
         Event.objects.bulk_create(self.events)
         Board.objects.filter(pk=self.board.pk).update(
             last_seq=self.board.last_seq,
             task_counter=self.board.task_counter,
             updated_at=self.now,
+            **{field: getattr(self.board, field) for field in FINISHED_COUNTERS.values()},
         )
         events.publish(
             self.board,

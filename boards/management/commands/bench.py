@@ -572,9 +572,10 @@ class Command(BaseCommand):
                     "shell",
                     "-c",
                     "from django.utils import timezone\n"
-                    "from boards.models import Task\n"
-                    f"Task.objects.filter(board__slug='scale{size}', number__lte={size - 100})"
-                    ".update(status='completed', completed_at=timezone.now(), blocked=False)",
+                    "from boards.models import Board, Task\n"
+                    f"n = Task.objects.filter(board__slug='scale{size}', number__lte={size - 100})"
+                    ".update(status='completed', completed_at=timezone.now(), blocked=False)\n"
+                    f"Board.objects.filter(slug='scale{size}').update(completed_count=n)",
                 )
                 # Fresh blockers with five dependents each, one per measured completion.
                 ops: list[dict[str, Any]] = []
