@@ -190,6 +190,18 @@ def test_demo_team_works_the_plan_through_the_api(server: tuple[Cluster, str, st
     assert re.search(rf"^{requester}\s+message from {USERNAME} about #{gated['id']}: ", text, re.M)
     assert re.search(r"^worker-\d\s+claimed #\d+ \S", text, re.M)
     assert re.search(r"^worker-\d\s+completed #\d+ \S", text, re.M)
+    # Recovery: the crashed worker's task came back by its lease and another finished it;
+    # the first failure was retried and its second attempt went through.
+    crash = re.search(r"^(worker-\d)\s+crashes while on #(\d+) ", text, re.M)
+    assert crash, text
+    crashed = tool(base, token, "TaskGet", {"taskId": crash.group(2)})["task"]
+    outcomes = [(a["agent"], a["outcome"]) for a in crashed["attempts"]]
+    assert outcomes[0] == (crash.group(1), "timed_out"), outcomes
+    assert crashed["status"] != "in_progress" and crashed["owner"] != crash.group(1)
+    retry = re.search(r"^worker-\d\s+retries #(\d+): ", text, re.M)
+    assert retry, text
+    retried = tool(base, token, "TaskGet", {"taskId": retry.group(1)})["task"]
+    assert [a["outcome"] for a in retried["attempts"]][:2] == ["failed", "completed"], retried
     summary = re.search(r"(\d+) completed, (\d+) failed, (\d+) cancelled, (\d+) blocked", text)
     assert summary, text
     statuses = [t["status"] for t in tasks.values()]

@@ -2,8 +2,11 @@
 board's HTTP tool API under its own name with one team token (``X-Agent``).
 
 The orchestrator plans the project in one TaskBatch and watches the board; workers
-claim ready tasks, work on them (a wait scaled by the speed), complete or fail them,
-ask a person before the approval-gated step, and read the messages people send them.
+claim ready tasks with a short lease, work on them (a wait scaled by the speed, with
+heartbeats), complete or fail them, ask a person before the approval-gated step, and
+read the messages people send them. To show recovery, one worker "crashes" (stops
+calling) on its first task, whose lease lapses so another worker finishes it, and the
+first failure is retried (a second attempt succeeds).
 """
 
 from __future__ import annotations
@@ -172,6 +175,10 @@ def server_check(url: str, board: str) -> int:
 # --- the team ------------------------------------------------------------------------------
 
 
+# The workers' claims: long work is kept alive with TaskHeartbeat, a silent worker loses it.
+LEASE_SECONDS = 10
+
+
 @dataclass
 class Team:
     url: str
@@ -184,6 +191,19 @@ class Team:
     stop: threading.Event = field(default_factory=threading.Event)
     plan_ids: set[str] = field(default_factory=set)
     errors: list[str] = field(default_factory=list)
+    # One simulated crash and one retry per run (set by run_team), taken by the first
+    # worker that gets there.
+    crashes: int = 0
+    retries: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def take(self, what: str) -> bool:
+        """Whether this worker gets to do the run's one crash (or retry)."""
+        with self.lock:
+            left = getattr(self, what)
+            if left:
+                setattr(self, what, left - 1)
+            return bool(left)
 
     def api(self, name: str) -> Api:
         return Api(self.url, self.board, self.token, name, on_unread=self.read_inbox)
@@ -245,7 +265,7 @@ class Worker:
     def loop(self) -> None:
         stop = self.team.stop
         while not stop.is_set():
-            reply = self.api.call("TaskClaim", {})
+            reply = self.api.call("TaskClaim", {"leaseSeconds": LEASE_SECONDS})
             if reply.status == 409:  # another worker won a race: normal, ask again
                 if self.team.verbose:
                     self.say(f"lost a race ({reply.message}); trying again")
@@ -271,6 +291,13 @@ class Worker:
                     self.task = task
                 else:
                     self.say(f"claimed #{task['id']} {task['subject']}")
+                    if self.team.take("crashes"):
+                        self.say(
+                            f"crashes while on #{task['id']} (simulated): it stops calling; its "
+                            f"lease lapses within {LEASE_SECONDS} s and the task goes back to "
+                            "pending for another worker"
+                        )
+                        return
                 self.work(task)
             finally:
                 self.task = None
@@ -322,6 +349,7 @@ class Worker:
     def work(self, task: dict[str, Any]) -> None:
         number, subject = task["id"], task["subject"]
         fails, seconds = outcome_for(self.team.seed, task)
+        fails = fails and task.get("attempt", 1) <= 1  # a retried step goes through
         seconds /= self.team.speed
         active = task.get("activeForm") or f"Working on: {subject}"
         self.notes.insert(0, f"{self.name} started: {active.lower()}.")
@@ -336,7 +364,7 @@ class Worker:
         if self.team.verbose:
             self.say(f"{active} (#{number}, ~{seconds:.1f}s)")
         version = reply.body["task"]["version"]
-        if self.team.stop.wait(seconds):
+        if self.busy(number, seconds):
             self.release(number)
             return
         step = STEPS.get((task.get("metadata") or {}).get("ref", ""))
@@ -382,10 +410,25 @@ class Worker:
             self.api.call("TaskUpdate", {"taskId": number, "notes": self.note_text()})
         if status == "failed":
             self.say(f"failed #{number} {subject}: {reason}")
+            if self.team.take("retries"):
+                retry = self.api.call("TaskUpdate", {"taskId": number, "status": "pending"})
+                if retry.status == 200:
+                    self.say(f"retries #{number}: back to pending for a second attempt")
             return
         unblocked = [c["taskId"] for c in reply.body["changes"] if c["type"] == "auto_unblock"]
         then = f" → unblocked {', '.join('#' + n for n in unblocked)}" if unblocked else ""
         self.say(f"completed #{number} {subject}{then}")
+
+    def busy(self, number: str, seconds: float) -> bool:
+        """Work for ``seconds``, renewing the lease meanwhile; True when told to stop."""
+        end = time.monotonic() + seconds
+        beat = LEASE_SECONDS / 3
+        while (left := end - time.monotonic()) > 0:
+            if self.team.stop.wait(min(left, beat)):
+                return True
+            if left > beat:
+                self.api.call("TaskHeartbeat", {"taskId": number})
+        return False
 
     def note_text(self) -> str:
         return "\n".join(self.notes)
@@ -472,6 +515,9 @@ def run_team(team: Team, agents: int, deadline: float) -> Progress | None:
         orchestrator.plan()
     except ServerUnreachable as exc:
         raise DemoError(f"Lost the server: {exc}") from exc
+    # With company, one worker crashes and its work comes back; the first failure is retried.
+    team.crashes = 1 if agents > 1 else 0
+    team.retries = 1
     workers = [Worker(team, f"worker-{i}") for i in range(1, agents + 1)]
     threads = [threading.Thread(target=w.run, name=w.name, daemon=True) for w in workers]
     for thread in threads:
