@@ -112,6 +112,14 @@ def layer_spy(monkeypatch) -> LayerSpy:
 
 
 @pytest.fixture(autouse=True)
+def pushes_sent_in_the_write(settings):
+    """In this process pushes are sent by the write's own on-commit callback: the tests'
+    event loops come and go one per test, which a server's one loop never does. Servers
+    the tests start (daphne processes) keep the background publisher, as in production."""
+    settings.KANBAN_PUSH_IN_BACKGROUND = False
+
+
+@pytest.fixture(autouse=True)
 def fast_password_hashing(settings):
     """Personas' passwords are hashed once per test; the default hasher is slow on purpose."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
