@@ -25,7 +25,7 @@ from ..errors import Conflict
 from ..models import Board, Status, Task
 from ..selectors import iso
 from . import lifecycle
-from .work import unit_of_work
+from .work import Work, unit_of_work
 
 logger = logging.getLogger(__name__)
 
@@ -72,16 +72,17 @@ def heartbeat(*, board: Board, agent: str, task_id: str | int | None = None) -> 
     """TaskHeartbeat: renew now; with a task, refuse (409) when the agent does not hold it."""
     number = None
     if task_id is not None:
-        with unit_of_work(board, agent) as work:
-            task = work.task(task_id)
-            lifecycle.check_lease(work, task)
-            if task.owner != agent or task.status != Status.IN_PROGRESS:
-                raise Conflict(
-                    f"Task #{task.number} is not in progress under your name "
-                    f"(status {task.status}, owner {task.owner or 'nobody'})",
-                    code="not_owner",
-                )
-            number = task.number
+        # A read and a check, no write of the task: no unit of work (and no board lock).
+        work = Work(board, agent, person=False)
+        task = work.task(task_id)
+        lifecycle.check_lease(work, task)
+        if task.owner != agent or task.status != Status.IN_PROGRESS:
+            raise Conflict(
+                f"Task #{task.number} is not in progress under your name "
+                f"(status {task.status}, owner {task.owner or 'nobody'})",
+                code="not_owner",
+            )
+        number = task.number
     renew(board=board, agent=agent, task_number=number, force=True)
     held = Task.objects.filter(
         board=board, owner=agent, status=Status.IN_PROGRESS, lease_expires_at__isnull=False
