@@ -469,10 +469,8 @@ class Command(BaseCommand):
                 # as a hidden tab, and the board pauses its socket while hidden.
                 page = browser.new_context(storage_state=state).new_page()
                 page.goto(f"{cluster.bases[0]}/boards/{slug}/")
-                page.wait_for_function(
-                    "document.getElementById('live-status').dataset.state === 'live'",
-                    timeout=10_000,
-                )
+                # A selector, not wait_for_function: the page's CSP allows no eval.
+                page.wait_for_selector('#live-status[data-state="live"]', timeout=10_000)
                 page.evaluate(OBSERVER_JS)
                 opened.append(page)
             steps: list[tuple[str, dict[str, Any], int, str]] = []
