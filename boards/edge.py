@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
+from django.http.request import split_domain_port, validate_host
 
 from .errors import PayloadTooLarge, error_body
 
@@ -205,8 +206,6 @@ class SameOriginValidator:
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] == "websocket":
-            from django.http.request import split_domain_port, validate_host
-
             origin = _header(scope, b"origin").strip().lower().rstrip("/")
             domain, _port = split_domain_port(_header(scope, b"host").strip().lower())
             allowed = validate_host(domain, settings.ALLOWED_HOSTS)

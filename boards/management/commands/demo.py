@@ -30,6 +30,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError, connections
 
+from boards import services
 from boards.demo.team import (
     DemoError,
     ServerUnreachable,
@@ -39,6 +40,7 @@ from boards.demo.team import (
     server_check,
     summary_lines,
 )
+from boards.models import AgentToken, Board, hash_token
 
 
 class Command(BaseCommand):
@@ -125,9 +127,6 @@ class Command(BaseCommand):
         """The team token the agents use, and how to revoke it when the demo ends."""
         if given:
             return given, lambda: None
-        from boards import services
-        from boards.models import AgentToken, Board, hash_token
-
         try:
             board = Board.objects.filter(slug=slug).first()
             if board is None:
