@@ -312,40 +312,6 @@ def task_view(board: Board, number: int) -> TaskView:
     return view
 
 
-def find_cycle(board: Board) -> list[int] | None:
-    """A dependency cycle of the board as task numbers (first = last), or None.
-
-    Depth-first with three colours, lowest numbers first, so a cycle reads the
-    same way every time: ``[3, 5, 3]``.
-    """
-    graph: dict[int, list[int]] = {}
-    for task, blocker in Dependency.objects.filter(board=board).values_list(
-        "task__number", "blocker__number"
-    ):
-        graph.setdefault(task, []).append(blocker)
-    done: set[int] = set()
-    for start in sorted(graph):
-        if start in done:
-            continue
-        path = [start]
-        on_path = {start}
-        stack = [iter(sorted(graph.get(start, ())))]
-        while stack:
-            nxt = next(stack[-1], None)
-            if nxt is None:
-                stack.pop()
-                node = path.pop()
-                on_path.discard(node)
-                done.add(node)
-            elif nxt in on_path:
-                return [*path[path.index(nxt) :], nxt]
-            elif nxt not in done:
-                path.append(nxt)
-                on_path.add(nxt)
-                stack.append(iter(sorted(graph.get(nxt, ()))))
-    return None
-
-
 def derive_flags(pks: Iterable[int]) -> list[tuple[int, int, bool, bool, bool, bool]]:
     """Blocked and stuck as the blockers say now, for the given tasks, in two queries.
 
@@ -426,16 +392,6 @@ def _path(graph: dict[int, set[int]], source: int, target: int) -> list[int] | N
     return None
 
 
-def blocked_numbers(board: Board) -> set[int]:
-    """Numbers of the board's tasks that are blocked right now, in one query."""
-    return set(
-        Dependency.objects.filter(board=board)
-        .exclude(task__status__in=TERMINAL_STATUSES)
-        .exclude(blocker__status=Status.COMPLETED)
-        .values_list("task__number", flat=True)
-    )
-
-
 VIEWS = {
     "all": lambda v: True,
     "open": lambda v: v.task.status in (Status.PENDING, Status.IN_PROGRESS),
@@ -473,7 +429,6 @@ def task_list(
 
 
 LIST_LIMIT_DEFAULT = 100
-LIST_LIMIT_MAX = 500
 
 
 def _view_filter(view: str, board: Board) -> Q:
