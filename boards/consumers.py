@@ -10,6 +10,7 @@ from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.utils.html import format_html, format_html_join
 
 from . import events, permissions
 from .models import Board
@@ -22,6 +23,19 @@ CLOSE_NOT_FOUND = 4404
 
 def _seq_marker(seq: int) -> str:
     return f'<span id="board-seq" data-seq="{seq}" hx-swap-oob="true" hidden></span>'
+
+
+def _events_list(events: list[dict]) -> str:
+    """This push's events, for the page's announcer and notifications (never shown)."""
+    items = format_html_join(
+        "",
+        '<li data-seq="{}" data-kind="{}" data-task="{}" data-actor="{}" data-signal="{}">{}</li>',
+        (
+            (e["seq"], e["kind"], e["taskId"] or "", e["actor"], e.get("signal") or "", e["text"])
+            for e in events
+        ),
+    )
+    return format_html('<ul id="board-events" hidden hx-swap-oob="true">{}</ul>', items)
 
 
 def _board_for(user: object, slug: str) -> Board | None:
@@ -125,5 +139,6 @@ class BoardConsumer(AsyncWebsocketConsumer):
         if not parts:
             return
         self.sent_seq = max(self.sent_seq, label)
-        parts.insert(0, _seq_marker(self.sent_seq))
+        # Every push replaces the events list: it holds exactly this push's events.
+        parts.insert(0, _seq_marker(self.sent_seq) + _events_list(message.get("events") or []))
         await self.send(text_data="".join(parts))

@@ -31,6 +31,7 @@ from django.db import close_old_connections, transaction
 from django.dispatch import receiver
 from django.http import HttpRequest
 
+from .activity import describe, signal_of
 from .models import Board, Event
 from .rendering import board_fragments
 
@@ -74,6 +75,8 @@ def event_to_dict(event: Event) -> dict:
         "kind": event.kind,
         "taskId": str(event.task_number) if event.task_number is not None else None,
         "actor": event.actor,
+        "text": describe(event.kind, event.task_number, event.actor, event.data),
+        "signal": signal_of(event.kind, event.data),
     }
 
 

@@ -3,12 +3,14 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from channels.layers import get_channel_layer
+from channels.testing import WebsocketCommunicator
+from django.conf import settings
 from django.test import Client
 
 from boards.models import Board, Membership, Role
@@ -173,3 +175,46 @@ def pytest_collection_modifyitems(config, items) -> None:
     # Playwright's sync API keeps an event loop running in the main thread for the rest
     # of the session once started, which breaks later async tests: browser tests go last.
     items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
+
+
+# -- the board's socket, as a logged-in person's browser opens it --------------------------
+
+ORIGIN = (b"origin", b"http://localhost")
+HOST = (b"host", b"localhost")  # the page and its socket: same scheme, host and port
+Header = tuple[bytes, bytes]
+Opener = Callable[..., WebsocketCommunicator]
+
+
+@pytest.fixture
+def session_cookie(person_client) -> Header:
+    """The logged-in person's session, as the browser would send it with the upgrade request."""
+    session = person_client.cookies[settings.SESSION_COOKIE_NAME].value
+    return (b"cookie", f"{settings.SESSION_COOKIE_NAME}={session}".encode())
+
+
+@pytest.fixture
+async def open_socket(session_cookie) -> AsyncIterator[Opener]:
+    """Make communicators (logged in, from our origin, unless told otherwise); all are
+    disconnected at the end, and the in-memory layer forgets them."""
+    opened: list[WebsocketCommunicator] = []
+
+    def make(path: str, headers: list[Header] | None = None) -> WebsocketCommunicator:
+        communicator = WebsocketCommunicator(
+            _asgi_application(),
+            path,
+            headers=[ORIGIN, HOST, session_cookie] if headers is None else headers,
+        )
+        opened.append(communicator)
+        return communicator
+
+    yield make
+    for communicator in opened:
+        if communicator._future is not None and not communicator.future.done():
+            await communicator.disconnect()
+    await get_channel_layer().flush()
+
+
+def _asgi_application() -> Any:
+    from kanban.asgi import application  # the project's whole ASGI stack, loaded when needed
+
+    return application

@@ -3,56 +3,20 @@
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Callable
 
 import pytest
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
-from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
-from django.conf import settings
 
 from boards import services
 from boards.models import Board, Membership, Role
-from kanban.asgi import application
+from tests.conftest import HOST, ORIGIN, Opener
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-ORIGIN = (b"origin", b"http://localhost")
-HOST = (b"host", b"localhost")  # the page and its socket: same scheme, host and port
+
 WAIT = 5  # seconds a frame may take at most; receiving returns as soon as it arrives
-
-Header = tuple[bytes, bytes]
-Opener = Callable[..., WebsocketCommunicator]
-
-
-@pytest.fixture
-def session_cookie(person_client) -> Header:
-    """The logged-in person's session, as the browser would send it with the upgrade request."""
-    session = person_client.cookies[settings.SESSION_COOKIE_NAME].value
-    return (b"cookie", f"{settings.SESSION_COOKIE_NAME}={session}".encode())
-
-
-@pytest.fixture
-async def open_socket(session_cookie) -> AsyncIterator[Opener]:
-    """Make communicators (logged in, from our origin, unless told otherwise); all are
-    disconnected at the end, and the in-memory layer forgets them."""
-    opened: list[WebsocketCommunicator] = []
-
-    def make(path: str, headers: list[Header] | None = None) -> WebsocketCommunicator:
-        communicator = WebsocketCommunicator(
-            application,
-            path,
-            headers=[ORIGIN, HOST, session_cookie] if headers is None else headers,
-        )
-        opened.append(communicator)
-        return communicator
-
-    yield make
-    for communicator in opened:
-        if communicator._future is not None and not communicator.future.done():
-            await communicator.disconnect()
-    await get_channel_layer().flush()
 
 
 async def current_seq(board: Board) -> int:

@@ -348,6 +348,8 @@ def _end_attempt(work: Work, task: Task, outcome: str) -> None:
     )
     if outcome in FAILED_OUTCOMES:
         task.failures += 1
+        if task.failures == work.board.max_attempts:
+            work.attention[task.number] = task.failures  # a person decides from here
 
 
 def check_lease(work: Work, task: Task) -> None:

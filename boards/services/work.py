@@ -82,6 +82,8 @@ class Work:
         self.new_edges: list[tuple[int, int]] = []
         # Each task's status before this work changed it: the board's finished counters.
         self.status_before: dict[int, str] = {}
+        # Tasks that have just failed or timed out the board's maxAttempts times.
+        self.attention: dict[int, int] = {}
 
     def status_changed(self, task: Task) -> list[int]:
         """Note a change of ``task``'s status; returns its dependents' numbers."""
@@ -182,6 +184,8 @@ class Work:
             self._store_flags()
         if self.status_before:
             self._count_finished()
+        for number, failures in sorted(self.attention.items()):
+            self.record("needs_attention", number, failures=failures)
         Event.objects.bulk_create(self.events)
         Board.objects.filter(pk=self.board.pk).update(
             last_seq=self.board.last_seq,

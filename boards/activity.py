@@ -1,0 +1,115 @@
+"""What an event means to a person: one sentence, and the signal it raises.
+
+The activity feed, the board's live announcements, desktop notifications and
+outbound webhooks all describe events with these functions, so a change reads
+the same wherever a person meets it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .models import Status
+
+# Signals: the kinds of event a person can ask to be reached about (notifications,
+# webhooks). Each event raises at most one.
+APPROVAL_REQUESTED = "approval_requested"
+APPROVAL_DECIDED = "approval_decided"
+FAILED = "failed"
+RECLAIMED = "reclaimed"
+NEEDS_ATTENTION = "needs_attention"
+COMPLETED = "completed"
+
+SIGNALS: dict[str, str] = {
+    APPROVAL_REQUESTED: "Approval requested",
+    APPROVAL_DECIDED: "Approval decided",
+    FAILED: "Task failed",
+    RECLAIMED: "Lease lapsed, task reclaimed",
+    NEEDS_ATTENTION: "Task needs attention",
+    COMPLETED: "Task completed",
+}
+# What a person's browser notifies about until they choose (the ones that wait for them).
+DEFAULT_NOTIFY = (APPROVAL_REQUESTED, FAILED, RECLAIMED, NEEDS_ATTENTION)
+
+STATUS_NAMES = dict(Status.choices)
+
+
+def _status_to(data: dict[str, Any]) -> str | None:
+    change = (data.get("fields") or {}).get("status")
+    return change.get("to") if isinstance(change, dict) else None
+
+
+def signal_of(kind: str, data: dict[str, Any]) -> str | None:
+    """The signal an event raises, or None."""
+    if kind == "approval_requested":
+        return APPROVAL_REQUESTED
+    if kind in ("approved", "denied"):
+        return APPROVAL_DECIDED
+    if kind == "reclaimed":
+        return RECLAIMED
+    if kind == "needs_attention":
+        return NEEDS_ATTENTION
+    to = _status_to(data)
+    if to == Status.FAILED:
+        return FAILED
+    if to == Status.COMPLETED:
+        return COMPLETED
+    return None
+
+
+def _fields(data: dict[str, Any]) -> str:
+    names = [name for name in (data.get("fields") or {}) if name != "status"]
+    return ", ".join(names)
+
+
+def describe(kind: str, number: int | None, actor: str, data: dict[str, Any]) -> str:
+    """One sentence a person reads: "#12 moved to Completed by worker-2"."""
+    task = f"#{number}" if number is not None else "The board"
+    by = f" by {actor}" if actor else ""
+    to = _status_to(data)
+    if kind == "created":
+        return f"{task} “{data.get('subject', '')}” created{by}"
+    if kind == "status" and to:
+        return f"{task} moved to {STATUS_NAMES.get(to, to)}{by}"
+    if kind == "claimed":
+        return f"{task} claimed{by}"
+    if kind == "approval_requested":
+        reason = f": “{data['reason']}”" if data.get("reason") else ""
+        return f"{task} awaits approval, requested{by}{reason}"
+    if kind in ("approved", "denied"):
+        note = f": “{data['note']}”" if data.get("note") else ""
+        return f"{task} {kind}{by}{note}"
+    if kind == "approval_cleared":
+        return f"{task}'s approval request was cleared ({data.get('reason', '')})"
+    if kind == "reclaimed":
+        owner = data.get("owner") or "its owner"
+        return f"{task} returned to Pending: {owner}'s lease lapsed"
+    if kind == "needs_attention":
+        return f"{task} needs attention: failed or timed out {data.get('failures', '?')} times"
+    if kind == "reassigned":
+        change = (data.get("fields") or {}).get("owner") or {}
+        return f"{task} reassigned to {change.get('to') or 'nobody'}{by}"
+    if kind == "deleted":
+        return f"{task} “{data.get('subject', '')}” deleted{by}"
+    if kind == "blocked":
+        return f"{task} is blocked"
+    if kind == "unblocked":
+        return f"{task} is ready: its blockers finished"
+    if kind == "message":
+        return f"{actor} sent a message to {data.get('to', '?')}"
+    if kind == "member":
+        role = data.get("role")
+        who = data.get("person", "?")
+        return f"{who} is now {role}{by}" if role else f"{who} removed from the board{by}"
+    if kind == "settings":
+        return f"Board settings changed{by} ({', '.join(data.get('fields') or {})})"
+    if kind == "reset":
+        return f"Board reset{by}"
+    if kind == "board_created":
+        return f"Board created{by}"
+    if kind == "agent_removed":
+        return f"Agent {data.get('name', '?')} removed{by}"
+    if kind == "webhook_test":
+        return f"Test event sent{by}"
+    changed = _fields(data)
+    return f"{task} updated{by}" + (f" ({changed})" if changed else "")
