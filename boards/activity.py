@@ -109,6 +109,8 @@ def describe(kind: str, number: int | None, actor: str, data: dict[str, Any]) ->
         return f"Board created{by}"
     if kind == "agent_removed":
         return f"Agent {data.get('name', '?')} removed{by}"
+    if kind == "webhook":
+        return f"Webhook {data.get('url', '')} {data.get('action', 'changed')}{by}"
     if kind == "webhook_test":
         return f"Test event sent{by}"
     changed = _fields(data)

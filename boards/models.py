@@ -220,7 +220,12 @@ class Event(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["board", "seq"], name="event_seq_unique_per_board")
         ]
-        indexes = [models.Index(fields=["board", "task_number", "seq"])]
+        indexes = [
+            models.Index(fields=["board", "task_number", "seq"]),
+            # The activity feed's filters, newest first, whatever the log's length.
+            models.Index(fields=["board", "actor", "seq"], name="event_by_actor"),
+            models.Index(fields=["board", "kind", "seq"], name="event_by_kind"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.board_id}:{self.seq} {self.kind}"
@@ -257,6 +262,8 @@ class AgentToken(models.Model):
     board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="tokens")
     agent = models.CharField(max_length=100, blank=True)
     is_team = models.BooleanField(default=False)
+    # "agent": the tool API; "admin": reads the board's event log (integrations), no tools.
+    scope = models.CharField(max_length=16, default="agent")
     token_hash = models.CharField(max_length=64, unique=True)
     prefix = models.CharField(max_length=12)
     created_by = models.CharField(max_length=150, blank=True)
@@ -339,3 +346,80 @@ class Membership(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} on {self.board}: {self.role}"
+
+
+class Subscription(models.Model):
+    """Which signals (boards.activity.SIGNALS) notify one person in their browser, per board."""
+
+    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="subscriptions")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="board_subscriptions"
+    )
+    kinds = models.JSONField(default=list)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["board", "user"], name="subscription_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} on {self.board}: {', '.join(self.kinds)}"
+
+
+class Webhook(models.Model):
+    """An outbound endpoint of a board: the signals it gets, signed with its own secret."""
+
+    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="webhooks")
+    url = models.URLField(max_length=500)
+    # Signals (boards.activity.SIGNALS) sent; empty: all of them.
+    kinds = models.JSONField(default=list, blank=True)
+    slack = models.BooleanField(default=False)
+    secret = models.CharField(max_length=64)
+    active = models.BooleanField(default=True)
+    created_by = models.CharField(max_length=150, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    # One sender at a time per endpoint keeps its deliveries in order; a sender that died
+    # holds it until this time only.
+    busy_until = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["board_id", "id"]
+
+    def __str__(self) -> str:
+        return self.url
+
+
+class DeliveryStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    DELIVERED = "delivered", "Delivered"
+    FAILED = "failed", "Gave up"
+
+
+class Delivery(models.Model):
+    """One event for one endpoint (the outbox): recorded in the write's transaction,
+    sent after commit by a worker, retried with backoff until delivered or given up."""
+
+    webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
+    seq = models.PositiveBigIntegerField(null=True, blank=True)  # the event's; None: a test
+    signal = models.CharField(max_length=32)
+    payload = models.JSONField()
+    status = models.CharField(
+        max_length=16, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING
+    )
+    attempts = models.PositiveIntegerField(default=0)
+    next_attempt_at = models.DateTimeField()
+    last_status = models.PositiveIntegerField(null=True, blank=True)
+    last_error = models.CharField(max_length=500, blank=True)
+    created_at = models.DateTimeField()
+    delivered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["webhook_id", "id"]
+        indexes = [
+            models.Index(fields=["webhook", "status", "id"], name="delivery_queue"),
+            models.Index(fields=["status", "next_attempt_at"], name="delivery_due"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.webhook_id}:{self.id} {self.signal} {self.status}"

@@ -24,6 +24,8 @@ from boards.routing import websocket_urlpatterns  # noqa: E402
 edge.install()
 # Every server process reclaims lapsed leases (boards.services.leases), with no request needed.
 services.start_sweeper()
+# …and runs webhook workers (boards.services.outbox), unless KANBAN_WORKER=0.
+services.start_workers()
 django_http_app = ASGIStaticFilesHandler(django_asgi_app)
 
 

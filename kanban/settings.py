@@ -141,6 +141,8 @@ INSTALLED_APPS = [
     "template_partials",
     "django_htmx",
     "channels",
+    "django_tasks",
+    "django_tasks_db",
     "boards",
 ]
 
@@ -255,3 +257,26 @@ LOGGING = {
 KANBAN_TEAM_AGENT_LIMIT = int(os.environ.get("KANBAN_TEAM_AGENT_LIMIT", "200"))
 # TaskWatch calls one token may have waiting at once, per server process; 429 beyond.
 KANBAN_WATCHES_PER_TOKEN = int(os.environ.get("KANBAN_WATCHES_PER_TOKEN", "50"))
+
+# -- outbound webhooks (boards.services.webhooks) ---------------------------------------------
+# Deliveries run as tasks of Django's tasks framework (the django-tasks backport) on its
+# database backend: `manage.py up` (and any daphne serving kanban.asgi) runs workers in the
+# server process unless KANBAN_WORKER=0; a scale-out deployment runs
+# `python manage.py db_worker --queue-name webhooks` instead.
+TASKS = {
+    "default": {
+        "BACKEND": "django_tasks_db.DatabaseBackend",
+        "QUEUES": ["default", "webhooks"],
+    }
+}
+KANBAN_WORKER_THREADS = int(os.environ.get("KANBAN_WORKER_THREADS", "2"))
+KANBAN_WORKER_POLL_SECONDS = float(os.environ.get("KANBAN_WORKER_POLL_SECONDS", "0.5"))
+# Each delivery attempt waits this long for the endpoint's answer.
+KANBAN_WEBHOOK_TIMEOUT_SECONDS = float(os.environ.get("KANBAN_WEBHOOK_TIMEOUT_SECONDS", "5"))
+# Retries wait base × 2^(attempt-1), at most an hour, until the event is this old.
+KANBAN_WEBHOOK_BACKOFF_SECONDS = float(os.environ.get("KANBAN_WEBHOOK_BACKOFF_SECONDS", "10"))
+KANBAN_WEBHOOK_GIVE_UP_SECONDS = int(os.environ.get("KANBAN_WEBHOOK_GIVE_UP_SECONDS", "86400"))
+# Endpoints on this server's own loopback are refused unless allowed (development, tests).
+KANBAN_WEBHOOK_ALLOW_LOOPBACK = env_bool("KANBAN_WEBHOOK_ALLOW_LOOPBACK", False)
+# The address people open the board at: links in webhook payloads and Slack messages.
+KANBAN_PUBLIC_URL = os.environ.get("KANBAN_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")

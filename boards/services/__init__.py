@@ -22,6 +22,7 @@ from .leases import start_sweeper
 from .leases import sweep as leases_sweep
 from .members import member_remove, member_set
 from .messages import inbox_read, message_send
+from .outbox import start_workers
 from .tasks import (
     task_batch,
     task_claim,
@@ -30,6 +31,14 @@ from .tasks import (
     task_delete,
     task_reassign,
     task_update,
+)
+from .webhooks import (
+    delivery_redeliver,
+    subscription_set,
+    webhook_add,
+    webhook_change,
+    webhook_remove,
+    webhook_test,
 )
 from .work import UNSET, Outcome
 
@@ -45,6 +54,7 @@ __all__ = [
     "board_create",
     "board_reset",
     "board_settings",
+    "delivery_redeliver",
     "inbox_read",
     "leases_renew",
     "leases_sweep",
@@ -52,6 +62,8 @@ __all__ = [
     "member_set",
     "message_send",
     "start_sweeper",
+    "start_workers",
+    "subscription_set",
     "task_batch",
     "task_claim",
     "task_claim_next",
@@ -62,4 +74,8 @@ __all__ = [
     "task_update",
     "token_issue",
     "token_revoke",
+    "webhook_add",
+    "webhook_change",
+    "webhook_remove",
+    "webhook_test",
 ]

@@ -24,13 +24,14 @@ from .. import events
 from ..errors import Conflict
 from ..models import Board, Status, Task
 from ..selectors import iso
-from . import lifecycle
+from . import lifecycle, outbox
 from .work import Work, unit_of_work
 
 logger = logging.getLogger(__name__)
 
 SWEEPER_ACTOR = "system"
 SWEEP_INTERVAL_SECONDS = 1.0
+PRUNE_EVERY = 600  # sweeps between prunings of finished webhook sender runs
 
 
 def _slack(seconds: int) -> float:
@@ -128,9 +129,15 @@ _started = threading.Event()
 
 
 def _run(interval: float) -> None:
+    rounds = 0
     while True:
         try:
             sweep()
+            # Webhook deliveries whose wake-up was lost or whose worker died go out again.
+            outbox.kick()
+            rounds += 1
+            if rounds % PRUNE_EVERY == 0:
+                outbox.prune()
         except Exception:  # a database hiccup must not end the sweeper
             logger.exception("lease sweep failed")
         finally:

@@ -21,6 +21,7 @@ from .. import events
 from ..errors import InvalidInput, NotFound
 from ..models import Board, Event, Task
 from ..selectors import cycle_through, derive_flags, parse_task_id
+from . import outbox
 
 # The board's counter of each finished status.
 FINISHED_COUNTERS = {
@@ -187,6 +188,7 @@ class Work:
         for number, failures in sorted(self.attention.items()):
             self.record("needs_attention", number, failures=failures)
         Event.objects.bulk_create(self.events)
+        outbox.record(self.board, self.events)
         Board.objects.filter(pk=self.board.pk).update(
             last_seq=self.board.last_seq,
             task_counter=self.board.task_counter,

@@ -1,0 +1,433 @@
+"""Outbound webhooks: the outbox a write fills, and the worker task that empties it.
+
+A write that raises signals (``boards.activity``) records one ``Delivery`` per
+subscribed endpoint in its own transaction, and after commit enqueues the
+``deliver`` task of Django's tasks framework (the django-tasks backport, database
+backend). A worker runs it: it takes the endpoint (one sender at a time, so each
+endpoint gets its events in order), posts the oldest due delivery, signed, and
+records the outcome; failures are retried with exponential backoff until the
+event is ``KANBAN_WEBHOOK_GIVE_UP_SECONDS`` old. A write never waits for an
+endpoint, and an endpoint that hangs holds only its own queue.
+
+At least once: a worker killed mid-delivery leaves the delivery due and the
+endpoint taken only until ``busy_until``; the sweeper (``kick``) enqueues it again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import json
+import logging
+import os
+import socket
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterable
+from datetime import timedelta
+from functools import partial
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.db import close_old_connections, transaction
+from django.db.models import Q
+from django.utils import timezone
+from django_tasks import TaskResultStatus, task
+from django_tasks_db.management.commands.db_worker import Worker
+from django_tasks_db.models import DBTaskResult
+
+from ..activity import describe, signal_of
+from ..models import Board, Delivery, DeliveryStatus, Event, Webhook
+from ..selectors import iso, task_summary, task_views
+
+logger = logging.getLogger(__name__)
+
+QUEUE = "webhooks"
+USER_AGENT = "AgentKanban-Webhook/1"
+BACKOFF_MAX_SECONDS = 3600
+# One task run sends at most this many deliveries of its endpoint, for at most this
+# long, then hands the rest to a fresh run: endpoints share the workers fairly.
+RUN_MAX_DELIVERIES = 20
+RUN_MAX_SECONDS = 2.0
+ERROR_MAX = 500
+
+
+def hold_seconds() -> float:
+    """How long a sender holds its endpoint: longer than any one attempt can take."""
+    return 2 * settings.KANBAN_WEBHOOK_TIMEOUT_SECONDS + 5
+
+
+def board_url(board: Board) -> str:
+    return f"{settings.KANBAN_PUBLIC_URL}/boards/{board.slug}/"
+
+
+def task_url(board: Board, number: int) -> str:
+    return f"{board_url(board)}tasks/{number}/"
+
+
+# -- recording (inside the write's transaction) ---------------------------------------------
+
+
+def record(board: Board, events: Iterable[Event]) -> None:
+    """Put the signalled events in the outbox of every endpoint that wants them."""
+    signalled = [(e, s) for e in events if (s := signal_of(e.kind, e.data))]
+    if not signalled:
+        return
+    hooks = list(Webhook.objects.filter(board=board, active=True))
+    if not hooks:
+        return
+    views = task_views(
+        board, {e.task_number for e, _ in signalled if e.task_number}, with_children=False
+    )
+    now = timezone.now()
+    rows = []
+    for event, signal in signalled:
+        view = views.get(event.task_number) if event.task_number else None
+        payload = event_payload(board, event, signal, task_summary(view) if view else None)
+        for hook in hooks:
+            if not hook.kinds or signal in hook.kinds:
+                rows.append(
+                    Delivery(
+                        webhook=hook,
+                        seq=event.seq,
+                        signal=signal,
+                        payload=payload,
+                        next_attempt_at=now,
+                        created_at=now,
+                    )
+                )
+    if rows:
+        Delivery.objects.bulk_create(rows)
+        wake({row.webhook_id for row in rows})
+
+
+def event_payload(board: Board, event: Event, signal: str, task: dict | None) -> dict[str, Any]:
+    number = event.task_number
+    return {
+        "event": {
+            "seq": event.seq,
+            "kind": event.kind,
+            "signal": signal,
+            "taskId": str(number) if number is not None else None,
+            "actor": event.actor,
+            "at": iso(event.created_at or timezone.now()),
+            "text": describe(event.kind, number, event.actor, event.data),
+        },
+        "task": task,
+        "taskUrl": task_url(board, number) if number is not None else None,
+        "board": {"slug": board.slug, "name": board.name, "url": board_url(board)},
+    }
+
+
+def wake(webhook_ids: Iterable[int]) -> None:
+    """After commit, enqueue a sender for each endpoint (a lost wake-up is caught by ``kick``)."""
+    transaction.on_commit(partial(_enqueue, sorted(set(webhook_ids))), robust=True)
+
+
+def _enqueue(webhook_ids: list[int], run_after: Any = None) -> None:
+    for webhook_id in webhook_ids:
+        try:
+            runner = deliver.using(run_after=run_after) if run_after else deliver
+            runner.enqueue(webhook_id)
+        except Exception:
+            logger.exception("enqueueing webhook %s failed; the sweeper will retry", webhook_id)
+
+
+# -- sending (a worker) -------------------------------------------------------------------
+
+
+@task(queue_name=QUEUE)
+def deliver(webhook_id: int) -> int:
+    """The worker's task: send the endpoint's due deliveries in order; returns how many."""
+    return drain(webhook_id)
+
+
+def drain(webhook_id: int) -> int:
+    """Send ``webhook_id``'s due deliveries, oldest first, while they succeed."""
+    now = timezone.now()
+    taken = (
+        Webhook.objects.filter(pk=webhook_id, active=True)
+        .filter(Q(busy_until__isnull=True) | Q(busy_until__lt=now))
+        .update(busy_until=now + timedelta(seconds=hold_seconds()))
+    )
+    if not taken:
+        return 0  # another sender has it (or it is gone): it sends these too
+    sent = 0
+    started = time.monotonic()
+    again_at = None
+    try:
+        hook = Webhook.objects.select_related("board").get(pk=webhook_id)
+        while True:
+            head = (
+                Delivery.objects.filter(webhook=hook, status=DeliveryStatus.PENDING)
+                .order_by("id")
+                .first()
+            )
+            if head is None:
+                break
+            if head.next_attempt_at > timezone.now():
+                again_at = head.next_attempt_at  # ordered: later events wait for the head
+                break
+            if sent >= RUN_MAX_DELIVERIES or time.monotonic() - started > RUN_MAX_SECONDS:
+                again_at = timezone.now()
+                break
+            if not attempt(hook, head):
+                again_at = head.next_attempt_at if head.status == DeliveryStatus.PENDING else None
+                if head.status == DeliveryStatus.PENDING:
+                    break
+            sent += 1
+            # Still ours: each attempt extends the hold by one attempt's length.
+            Webhook.objects.filter(pk=webhook_id).update(
+                busy_until=timezone.now() + timedelta(seconds=hold_seconds())
+            )
+    finally:
+        Webhook.objects.filter(pk=webhook_id).update(busy_until=None)
+    if again_at is not None:
+        _enqueue([webhook_id], run_after=again_at if again_at > timezone.now() else None)
+    return sent
+
+
+def attempt(hook: Webhook, delivery: Delivery) -> bool:
+    """One attempt at one delivery; records the outcome and returns whether it arrived."""
+    delivery.attempts += 1
+    # Counted before sending: an attempt a killed worker made is not made "again" unseen.
+    Delivery.objects.filter(pk=delivery.pk).update(attempts=delivery.attempts)
+    body, headers = signed_request(hook, delivery)
+    status, error = post(hook.url, body, headers)
+    now = timezone.now()
+    delivery.last_status = status
+    delivery.last_error = error[:ERROR_MAX]
+    if status is not None and 200 <= status < 300:
+        delivery.status = DeliveryStatus.DELIVERED
+        delivery.delivered_at = now
+        delivery.last_error = ""
+    elif (now - delivery.created_at).total_seconds() >= settings.KANBAN_WEBHOOK_GIVE_UP_SECONDS:
+        delivery.status = DeliveryStatus.FAILED
+    else:
+        delivery.next_attempt_at = now + timedelta(seconds=backoff(delivery.attempts))
+    delivery.save(
+        update_fields=["status", "last_status", "last_error", "delivered_at", "next_attempt_at"]
+    )
+    return delivery.status == DeliveryStatus.DELIVERED
+
+
+def backoff(attempts: int) -> float:
+    """Seconds before the next try: base × 2^(attempts-1), at most an hour."""
+    base = settings.KANBAN_WEBHOOK_BACKOFF_SECONDS
+    return min(base * 2 ** max(attempts - 1, 0), BACKOFF_MAX_SECONDS)
+
+
+def signed_request(hook: Webhook, delivery: Delivery) -> tuple[bytes, dict[str, str]]:
+    """The exact body and headers of one attempt.
+
+    The signature is HMAC-SHA256 of the body with the endpoint's secret. The JSON body
+    carries the same ``timestamp`` as the header, so the signature covers it: a
+    receiver refuses old timestamps to stop replays.
+    """
+    stamp = int(time.time())
+    if hook.slack:
+        data: dict[str, Any] = {"text": slack_text(delivery.payload)}
+    else:
+        data = {
+            "id": delivery.pk,
+            "attempt": delivery.attempts,
+            "timestamp": stamp,
+            **delivery.payload,
+        }
+    body = json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
+    digest = hmac.new(hook.secret.encode(), body, hashlib.sha256).hexdigest()
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": USER_AGENT,
+        "X-Kanban-Event": delivery.signal,
+        "X-Kanban-Delivery": str(delivery.pk),
+        "X-Kanban-Timestamp": str(stamp),
+        "X-Kanban-Signature": f"sha256={digest}",
+    }
+    return body, headers
+
+
+def _slack_escape(value: str) -> str:
+    return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def slack_text(payload: dict[str, Any]) -> str:
+    """A Slack incoming-webhook message: the sentence, linked to the task."""
+    event, board = payload["event"], payload["board"]
+    line = f"*{_slack_escape(board['name'])}*: {_slack_escape(event['text'])}"
+    task = payload.get("task")
+    if payload.get("taskUrl") and task:
+        line += f" <{payload['taskUrl']}|#{task['id']} {_slack_escape(task['subject'])}>"
+    return line
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None  # a redirect is an answer we do not follow: the attempt failed
+
+
+_opener = urllib.request.build_opener(_NoRedirects)
+
+
+def post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int | None, str]:
+    """POST once; (HTTP status or None, error text)."""
+    problem = url_problem(url) or address_problem(url)
+    if problem:
+        return None, problem
+    # http(s) only: url_problem refused every other scheme just above.
+    request = urllib.request.Request(url, data=body, headers=headers, method="POST")  # noqa: S310
+    try:
+        with _opener.open(request, timeout=settings.KANBAN_WEBHOOK_TIMEOUT_SECONDS) as answer:
+            answer.read(65536)
+            return answer.status, ""
+    except urllib.error.HTTPError as exc:
+        note = " (redirects are not followed)" if 300 <= exc.code < 400 else ""
+        return exc.code, f"HTTP {exc.code}{note}"
+    except (urllib.error.URLError, TimeoutError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        return None, f"{type(reason).__name__}: {reason}" if str(reason) else type(reason).__name__
+
+
+# -- which addresses ----------------------------------------------------------------------
+
+
+def url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be an endpoint, or None (checked when it is added)."""
+    if not isinstance(url, str) or len(url) > 500:
+        return "a URL of at most 500 characters"
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https"):
+        return "only http:// and https:// URLs"
+    if not parts.hostname:
+        return "the URL has no host"
+    try:
+        parts.port  # noqa: B018 (a bad port raises)
+    except ValueError:
+        return "the URL's port is not a number from 0 to 65535"
+    if parts.username or parts.password:
+        return "no user or password in the URL (the signature authenticates the board)"
+    if not settings.KANBAN_WEBHOOK_ALLOW_LOOPBACK and _is_local_name(parts.hostname):
+        return "not this server's own loopback address"
+    return None
+
+
+def _is_local_name(host: str) -> bool:
+    host = host.lower().rstrip(".")
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return _is_local(ipaddress.ip_address(host))
+    except ValueError:
+        return False
+
+
+def _is_local(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
+        address = address.ipv4_mapped
+    return address.is_loopback or address.is_unspecified or address.is_link_local
+
+
+def address_problem(url: str) -> str | None:
+    """Checked at each attempt: the name may have come to point at this server since."""
+    if settings.KANBAN_WEBHOOK_ALLOW_LOOPBACK:
+        return None
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if _is_local_name(host):
+        return "refused: the endpoint is this server's own loopback address"
+    try:
+        infos = socket.getaddrinfo(host, parts.port or 443, proto=socket.IPPROTO_TCP)
+    except OSError as exc:
+        return f"cannot resolve {host}: {exc}"
+    for info in infos:
+        if _is_local(ipaddress.ip_address(str(info[4][0]).split("%")[0])):
+            return f"refused: {host} resolves to a loopback or link-local address"
+    return None
+
+
+# -- the safety net (the sweeper) -----------------------------------------------------------
+
+
+def kick() -> int:
+    """Enqueue a sender for each endpoint whose head delivery is overdue and that no
+    live sender holds (its wake-up was lost, or its worker died); returns how many."""
+    now = timezone.now()
+    overdue = now - timedelta(seconds=hold_seconds())
+    ids = set(
+        Delivery.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__lt=overdue)
+        .order_by()
+        .values_list("webhook_id", flat=True)
+        .distinct()
+    )
+    if not ids:
+        return 0
+    if DBTaskResult.objects.ready().filter(queue_name=QUEUE).exists():
+        return 0  # senders are queued and no worker has taken them yet: more would not help
+    idle = list(
+        Webhook.objects.filter(pk__in=ids, active=True)
+        .filter(Q(busy_until__isnull=True) | Q(busy_until__lt=now))
+        .values_list("pk", flat=True)
+    )
+    _enqueue(idle)
+    return len(idle)
+
+
+def prune(older_than: timedelta = timedelta(hours=1)) -> int:
+    """Forget finished sender runs (the deliveries keep the record people read)."""
+    deleted, _ = DBTaskResult.objects.filter(
+        queue_name=QUEUE,
+        status__in=(TaskResultStatus.SUCCESSFUL, TaskResultStatus.FAILED),
+        finished_at__lt=timezone.now() - older_than,
+    ).delete()
+    return deleted
+
+
+# -- the workers inside a server process ---------------------------------------------------
+
+_workers_started = threading.Event()
+
+
+def start_workers() -> int:
+    """Start this process's webhook workers once (``KANBAN_WORKER_THREADS`` threads of the
+    library's own database worker); returns how many started.
+
+    ``KANBAN_WORKER=0`` turns them off (a scale-out deployment runs
+    ``manage.py db_worker --queue-name webhooks`` instead); so does
+    ``KANBAN_NO_SWEEPER_PID`` naming this process (the test runner's own).
+    """
+    off = os.environ.get("KANBAN_WORKER", "1") == "0"
+    off = off or os.environ.get("KANBAN_NO_SWEEPER_PID") == str(os.getpid())
+    if off or _workers_started.is_set():
+        return 0
+    _workers_started.set()
+    count = max(0, settings.KANBAN_WORKER_THREADS)
+    for n in range(count):
+        worker = Worker(
+            queue_names=[QUEUE],
+            interval=settings.KANBAN_WORKER_POLL_SECONDS,
+            batch=False,
+            backend_name="default",
+            startup_delay=False,
+            max_tasks=None,
+            worker_id=f"{socket.gethostname()}-{os.getpid()}-{n}"[:64],
+            excluded_queue_names=[],
+        )
+        threading.Thread(
+            target=_work, args=(worker,), name=f"webhook-worker-{n}", daemon=True
+        ).start()
+    return count
+
+
+def _work(worker: Worker) -> None:
+    while True:
+        try:
+            worker.run()
+        except Exception:  # a database hiccup must not end the worker
+            logger.exception("webhook worker stopped; restarting")
+        finally:
+            close_old_connections()
+        threading.Event().wait(1)

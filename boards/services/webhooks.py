@@ -1,0 +1,152 @@
+"""Board admins' webhook endpoints, and each person's notification choices.
+
+Sending is ``outbox``'s; these are the decisions people make about it. Adding,
+changing and removing an endpoint are events of the board (the activity feed
+shows who did it); the secret itself never enters the event log.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterable
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from ..activity import SIGNALS
+from ..errors import InvalidInput, NotFound
+from ..models import Board, Delivery, DeliveryStatus, Event, Subscription, Webhook
+from . import outbox
+from .work import unit_of_work
+
+WEBHOOKS_PER_BOARD = 20
+TEST_SIGNAL = "test"
+
+
+def _kinds(kinds: Iterable[str], field: str = "kinds") -> list[str]:
+    chosen = sorted(set(kinds))
+    unknown = [k for k in chosen if k not in SIGNALS]
+    if unknown:
+        raise InvalidInput(
+            f"{field}: unknown kind(s) {', '.join(unknown)}; choose from {', '.join(SIGNALS)}",
+            details=[{"field": field}],
+        )
+    return chosen
+
+
+def webhook_add(
+    *, board: Board, actor: str, url: str, kinds: Iterable[str] = (), slack: bool = False
+) -> tuple[Webhook, str]:
+    """A new endpoint; returns it with its secret (shown to the admin once)."""
+    url = url.strip() if isinstance(url, str) else url
+    problem = outbox.url_problem(url)
+    if problem:
+        raise InvalidInput(f"url: {problem}", details=[{"field": "url"}])
+    chosen = _kinds(kinds)
+    secret = secrets.token_hex(32)
+    with unit_of_work(board, actor, person=True) as work:
+        if Webhook.objects.filter(board=work.board).count() >= WEBHOOKS_PER_BOARD:
+            raise InvalidInput(f"a board has at most {WEBHOOKS_PER_BOARD} webhooks")
+        hook = Webhook.objects.create(
+            board=work.board, url=url, kinds=chosen, slack=slack, secret=secret, created_by=actor
+        )
+        work.record("webhook", None, action="added", url=url, kinds=chosen or ["all"])
+    return hook, secret
+
+
+def _hook(board: Board, webhook_id: Any) -> Webhook:
+    try:
+        pk = int(webhook_id)
+    except (TypeError, ValueError):
+        pk = 0
+    hook = Webhook.objects.filter(board=board, pk=pk).first()
+    if hook is None:
+        raise NotFound(f"Webhook {webhook_id} not found", code="webhook_not_found")
+    return hook
+
+
+def webhook_change(
+    *,
+    board: Board,
+    actor: str,
+    webhook_id: Any,
+    active: bool | None = None,
+    rotate_secret: bool = False,
+) -> str | None:
+    """Pause or resume an endpoint, or give it a new secret (returned, shown once)."""
+    secret = secrets.token_hex(32) if rotate_secret else None
+    with unit_of_work(board, actor, person=True) as work:
+        hook = _hook(work.board, webhook_id)
+        changes: dict[str, Any] = {}
+        if active is not None and active != hook.active:
+            changes["active"] = active
+        if secret:
+            changes["secret"] = secret
+        if not changes:
+            return None
+        Webhook.objects.filter(pk=hook.pk).update(**changes)
+        what = "secret rotated" if secret else ("resumed" if active else "paused")
+        work.record("webhook", None, action=what, url=hook.url)
+    if active:
+        outbox.wake([hook.pk])
+    return secret
+
+
+def webhook_remove(*, board: Board, actor: str, webhook_id: Any) -> None:
+    with unit_of_work(board, actor, person=True) as work:
+        hook = _hook(work.board, webhook_id)
+        hook.delete()
+        work.record("webhook", None, action="removed", url=hook.url)
+
+
+def webhook_test(*, board: Board, actor: str, webhook_id: Any) -> Delivery:
+    """Queue a test event for one endpoint (whatever kinds it subscribes to)."""
+    with transaction.atomic():
+        hook = _hook(board, webhook_id)
+        now = timezone.now()
+        event = Event(board=board, seq=0, task_number=None, actor=actor, kind="webhook_test")
+        event.created_at = now
+        payload = outbox.event_payload(board, event, TEST_SIGNAL, None)
+        payload["event"]["seq"] = None  # not in the board's log
+        delivery = Delivery.objects.create(
+            webhook=hook,
+            seq=None,
+            signal=TEST_SIGNAL,
+            payload=payload,
+            next_attempt_at=now,
+            created_at=now,
+        )
+        outbox.wake([hook.pk])
+    return delivery
+
+
+def delivery_redeliver(*, board: Board, actor: str, delivery_id: Any) -> Delivery:
+    """Send a delivery again, as a new delivery at the end of its endpoint's queue."""
+    try:
+        pk = int(delivery_id)
+    except (TypeError, ValueError):
+        pk = 0
+    with transaction.atomic():
+        original = Delivery.objects.filter(pk=pk, webhook__board=board).first()
+        if original is None:
+            raise NotFound(f"Delivery {delivery_id} not found", code="delivery_not_found")
+        now = timezone.now()
+        copy = Delivery.objects.create(
+            webhook_id=original.webhook_id,
+            seq=original.seq,
+            signal=original.signal,
+            payload=original.payload,
+            status=DeliveryStatus.PENDING,
+            next_attempt_at=now,
+            created_at=now,
+        )
+        outbox.wake([original.webhook_id])
+    return copy
+
+
+def subscription_set(*, board: Board, user: Any, kinds: Iterable[str]) -> list[str]:
+    """Which signals notify this person on this board (their own choice: no event)."""
+    chosen = _kinds(kinds)
+    Subscription.objects.update_or_create(board=board, user=user, defaults={"kinds": chosen})
+    return chosen
