@@ -17,7 +17,7 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET
 
-from . import auth, dialects, schemas, selectors, tools
+from . import auth, dialects, permissions, schemas, selectors, tools
 from .errors import InvalidInput, PayloadTooLarge, ServiceError, error_body
 
 
@@ -130,3 +130,56 @@ def openapi(request: HttpRequest) -> JsonResponse:
 async def healthz(request: HttpRequest) -> JsonResponse:
     """A JSON answer that touches nothing: liveness probes, and the benchmark's baseline."""
     return JsonResponse({"ok": True})
+
+
+def _whole(request: HttpRequest, name: str, default: int, low: int, high: int) -> int:
+    raw = request.GET.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = low - 1
+    if not low <= value <= high:
+        raise InvalidInput(
+            f"{name}: a whole number from {low} to {high}",
+            details=[{"field": name, "message": f"a whole number from {low} to {high}"}],
+        )
+    return value
+
+
+@require_GET
+def event_list(request: HttpRequest, slug: str) -> JsonResponse:
+    """``GET /api/boards/<slug>/events?after=<seq>&limit=``: the event log, oldest first
+    after ``seq``, for the board's admins (logged in) and admin-scoped tokens."""
+    try:
+        if "Authorization" in request.headers or not request.user.is_authenticated:
+            board = auth.authenticate_admin(request.headers, slug)
+        else:
+            board = selectors.board_get(slug)
+            permissions.check(request.user, board, "events")
+        after = _whole(request, "after", 0, 0, 2**62)
+        limit = _whole(request, "limit", 100, 1, selectors.ACTIVITY_MAX)
+        task = request.GET.get("taskId")
+        events = selectors.activity_page(
+            board,
+            actor=request.GET.get("actor", "")[:150],
+            kind=request.GET.get("kind", "")[:32],
+            task=_whole(request, "taskId", 0, 1, 2**31 - 1) if task else None,
+            after=after,
+            limit=limit,
+        )
+    except ServiceError as exc:
+        response = error_response(exc)
+        for name, value in (auth.challenge(exc, request.headers) or {}).items():
+            response[name] = value
+        return response
+    board.refresh_from_db(fields=["last_seq"])
+    return JsonResponse(
+        {
+            "events": [selectors.event_json(e) for e in events],
+            "nextAfter": events[-1].seq if events else after,
+            "lastSeq": board.last_seq,
+        },
+        json_dumps_params={"ensure_ascii": False},
+    )

@@ -32,20 +32,12 @@ def authenticate(headers: Mapping[str, str], board_slug: str) -> Caller:
     agent with a token of its own nor a person. The agent is marked seen on the
     board's roster.
     """
-    header = headers.get("Authorization", "")
-    scheme, _, raw = header.partition(" ")
-    if scheme.lower() != "bearer" or not raw.strip():
-        raise Unauthorized("Send the board's token as 'Authorization: Bearer <token>'")
-    # The token first: without a valid one, an unknown board and a wrong token look
-    # the same (401), so board names cannot be probed.
-    token = AgentToken.objects.filter(token_hash=hash_token(raw.strip())).first()
-    if token is None:
-        raise Unauthorized("Unknown token")
-    board = selectors.board_get(board_slug)
-    if token.board_id != board.pk:
-        raise PermissionDenied("This token belongs to another board")
-    if token.revoked_at is not None:
-        raise PermissionDenied("This token has been revoked", code="token_revoked")
+    token, board = _token(headers, board_slug)
+    if token.scope != AGENT_SCOPE:
+        raise PermissionDenied(
+            "This token reads the board's event log; agents call tools with an agent token",
+            code="wrong_scope",
+        )
     if token.is_team:
         agent = headers.get("X-Agent", "").strip()
         if not agent:
@@ -60,6 +52,39 @@ def authenticate(headers: Mapping[str, str], board_slug: str) -> Caller:
     # An agent that calls tools is alive: its leases on in-progress work are renewed.
     services.leases_renew(board=board, agent=agent)
     return Caller(board=board, agent=agent, token_id=token.pk)
+
+
+AGENT_SCOPE = "agent"
+ADMIN_SCOPE = "admin"
+
+
+def _token(headers: Mapping[str, str], board_slug: str) -> tuple[AgentToken, Board]:
+    header = headers.get("Authorization", "")
+    scheme, _, raw = header.partition(" ")
+    if scheme.lower() != "bearer" or not raw.strip():
+        raise Unauthorized("Send the board's token as 'Authorization: Bearer <token>'")
+    # The token first: without a valid one, an unknown board and a wrong token look
+    # the same (401), so board names cannot be probed.
+    token = AgentToken.objects.filter(token_hash=hash_token(raw.strip())).first()
+    if token is None:
+        raise Unauthorized("Unknown token")
+    board = selectors.board_get(board_slug)
+    if token.board_id != board.pk:
+        raise PermissionDenied("This token belongs to another board")
+    if token.revoked_at is not None:
+        raise PermissionDenied("This token has been revoked", code="token_revoked")
+    return token, board
+
+
+def authenticate_admin(headers: Mapping[str, str], board_slug: str) -> Board:
+    """The board an admin-scoped token reads (the event log's JSON, for integrations)."""
+    token, board = _token(headers, board_slug)
+    if token.scope != ADMIN_SCOPE:
+        raise PermissionDenied(
+            "Reading the event log needs an admin-scoped token (issued on the Tokens page)",
+            code="wrong_scope",
+        )
+    return board
 
 
 def _check_team_name(board: Board, agent: str) -> None:

@@ -18,6 +18,8 @@ RANK = {Role.VIEWER: 0, Role.OPERATOR: 1, Role.APPROVER: 2, Role.ADMIN: 3}
 # Every action a person can take on a board, and the least role that may take it.
 ACTIONS: dict[str, Role] = {
     "view": Role.VIEWER,
+    "activity": Role.VIEWER,
+    "notify": Role.VIEWER,  # one's own notification choices
     # operators move work along
     "status": Role.OPERATOR,
     "reassign": Role.OPERATOR,
@@ -36,6 +38,8 @@ ACTIONS: dict[str, Role] = {
     "members": Role.ADMIN,
     "agents": Role.ADMIN,
     "settings": Role.ADMIN,
+    "webhooks": Role.ADMIN,
+    "events": Role.ADMIN,  # the event log as JSON (integrations)
 }
 
 

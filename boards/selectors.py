@@ -17,6 +17,7 @@ from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from .activity import DEFAULT_NOTIFY, describe, signal_of
 from .errors import InvalidInput, NotFound
 from .models import (
     TERMINAL_STATUSES,
@@ -26,9 +27,12 @@ from .models import (
     Board,
     Dependency,
     Event,
+    Membership,
     Message,
     Status,
+    Subscription,
     Task,
+    Webhook,
 )
 
 COLUMNS = ("pending", "in_progress", "blocked", "completed")
@@ -778,3 +782,102 @@ def attempts(task: Task) -> list[dict[str, Any]]:
         }
         for a in Attempt.objects.filter(task=task).order_by("n")
     ]
+
+
+# -- the activity feed --------------------------------------------------------------------
+
+ACTIVITY_PAGE = 50
+ACTIVITY_MAX = 500
+
+
+def activity_page(
+    board: Board,
+    *,
+    actor: str = "",
+    kind: str = "",
+    task: int | None = None,
+    before: int | None = None,
+    after: int | None = None,
+    limit: int = ACTIVITY_PAGE,
+) -> list[Event]:
+    """Events of the board, newest first (``after``: oldest first, the ones after that seq).
+
+    Each filter has its index (board, actor|kind|task_number, seq): a page costs the
+    same however long the log is.
+    """
+    events = Event.objects.filter(board=board)
+    if actor:
+        events = events.filter(actor=actor)
+    if kind:
+        events = events.filter(kind=kind)
+    if task is not None:
+        events = events.filter(task_number=task)
+    if after is not None:
+        rows = list(events.filter(seq__gt=after).order_by("seq")[:limit])
+    else:
+        if before is not None:
+            events = events.filter(seq__lt=before)
+        rows = list(events.order_by("-seq")[:limit])
+    for event in rows:
+        event.sentence = describe(event.kind, event.task_number, event.actor, event.data)  # type: ignore[attr-defined]
+    return rows
+
+
+def event_json(event: Event) -> dict[str, Any]:
+    """An event as the events API answers it."""
+    return {
+        "seq": event.seq,
+        "kind": event.kind,
+        "signal": signal_of(event.kind, event.data),
+        "taskId": str(event.task_number) if event.task_number is not None else None,
+        "actor": event.actor,
+        "at": iso(event.created_at),
+        "text": describe(event.kind, event.task_number, event.actor, event.data),
+        "data": event.data,
+    }
+
+
+# Kinds offered as the feed's filter: the ones people ask about.
+ACTIVITY_KINDS = (
+    "created",
+    "claimed",
+    "status",
+    "updated",
+    "approval_requested",
+    "approved",
+    "denied",
+    "reclaimed",
+    "needs_attention",
+    "reassigned",
+    "blocked",
+    "unblocked",
+    "deleted",
+    "message",
+    "member",
+    "settings",
+    "webhook",
+)
+
+
+def activity_actors(board: Board) -> list[str]:
+    """Who can be picked in the feed's filter: the board's agents and people."""
+    agents = Agent.objects.filter(board=board).values_list("name", flat=True)
+    people = Membership.objects.filter(board=board).values_list("user__username", flat=True)
+    return sorted(set(agents) | set(people))
+
+
+def notify_kinds(board: Board, user: Any) -> list[str]:
+    """The signals that notify this person on this board (their choice, or the defaults)."""
+    kinds = (
+        Subscription.objects.filter(board=board, user=user).values_list("kinds", flat=True).first()
+    )
+    return list(DEFAULT_NOTIFY) if kinds is None else list(kinds)
+
+
+def webhooks_with_deliveries(board: Board, recent: int = 10) -> list[Webhook]:
+    """The board's endpoints, each with its most recent deliveries (``recent_deliveries``)."""
+    hooks = list(Webhook.objects.filter(board=board).order_by("id"))
+    for hook in hooks:
+        hook.recent_deliveries = list(hook.deliveries.order_by("-id")[:recent])  # type: ignore[attr-defined]
+        hook.pending_count = hook.deliveries.filter(status="pending").count()  # type: ignore[attr-defined]
+    return hooks

@@ -22,6 +22,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.middleware import HtmxDetails
 
 from . import permissions, selectors, services
+from .activity import SIGNALS
 from .errors import InvalidInput, NotFound, ServiceError
 from .models import Agent, AgentToken, Board, Membership, Priority, Role, Status, Task
 from .rendering import DROP_STATUS, board_context, stale_agents
@@ -90,6 +91,8 @@ def board_list(request: HtmxHttpRequest) -> HttpResponse:
 def board_detail(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResponse:
     context = board_context(board)
     context["can"] = permissions.capabilities(role)
+    context["notify_kinds"] = selectors.notify_kinds(board, request.user)
+    context["signals"] = SIGNALS
     return render(request, "boards/board.html", context)
 
 
@@ -395,3 +398,131 @@ def board_column(request: HtmxHttpRequest, board: Board, role: Role, key: str) -
         "stale": stale_agents(selectors.roster(board)),
     }
     return render(request, "boards/board.html#column-page", context)
+
+
+NEW_SECRET_KEY = "new_webhook_secret"  # noqa: S105 (a session key)
+
+
+@board_access("webhooks")
+def webhook_list(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResponse:
+    """The board's outbound webhooks: add, pause, test, redeliver, remove (admins)."""
+    error = ""
+    if request.method == "POST":
+        actor = _person(request)
+        post = request.POST
+        try:
+            if post.get("action") == "add":
+                hook, secret = services.webhook_add(
+                    board=board,
+                    actor=actor,
+                    url=post.get("url", ""),
+                    kinds=[] if "all" in post.getlist("kinds") else post.getlist("kinds"),
+                    slack=post.get("format") == "slack",
+                )
+                request.session[NEW_SECRET_KEY] = {
+                    "board": board.pk,
+                    "hook": hook.pk,
+                    "secret": secret,
+                }
+            elif post.get("action") in ("pause", "resume"):
+                services.webhook_change(
+                    board=board,
+                    actor=actor,
+                    webhook_id=post.get("webhook"),
+                    active=post["action"] == "resume",
+                )
+            elif post.get("action") == "rotate":
+                rotated = services.webhook_change(
+                    board=board, actor=actor, webhook_id=post.get("webhook"), rotate_secret=True
+                )
+                request.session[NEW_SECRET_KEY] = {
+                    "board": board.pk,
+                    "hook": int(post.get("webhook", "0")),
+                    "secret": rotated,
+                }
+            elif post.get("action") == "remove":
+                services.webhook_remove(board=board, actor=actor, webhook_id=post.get("webhook"))
+            elif post.get("action") == "test":
+                services.webhook_test(board=board, actor=actor, webhook_id=post.get("webhook"))
+                messages.success(request, "Test event queued.")
+            elif post.get("action") == "redeliver":
+                services.delivery_redeliver(
+                    board=board, actor=actor, delivery_id=post.get("delivery")
+                )
+                messages.success(request, "Queued again.")
+            else:
+                raise InvalidInput("action: add, pause, resume, rotate, remove, test or redeliver")
+        except ServiceError as exc:
+            error = exc.message
+        else:
+            return redirect("webhooks", slug=board.slug)
+    shown = request.session.pop(NEW_SECRET_KEY, None)
+    new_secret = shown if shown and shown.get("board") == board.pk else None
+    context = {
+        "board": board,
+        "hooks": selectors.webhooks_with_deliveries(board),
+        "signals": SIGNALS,
+        "new_secret": new_secret,
+        "error": error,
+        "form": request.POST if error else {},
+    }
+    response = render(request, "boards/webhooks.html", context, status=400 if error else 200)
+    add_never_cache_headers(response)
+    return response
+
+
+def _activity_filters(request: HtmxHttpRequest) -> dict[str, Any]:
+    task = request.GET.get("task", "").strip().lstrip("#")
+    return {
+        "actor": request.GET.get("actor", "").strip()[:150],
+        "kind": request.GET.get("kind", "").strip()[:32],
+        "task": int(task) if task.isdigit() and len(task) <= 9 else None,
+    }
+
+
+@require_GET
+@board_access("activity")
+def activity(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResponse:
+    """The board's event log, newest first, filtered and paged; live on the page.
+
+    ``?after=<seq>`` (htmx) answers only the rows newer than that, for the page to prepend.
+    """
+    filters = _activity_filters(request)
+    raw_after, raw_before = request.GET.get("after", ""), request.GET.get("before", "")
+    if raw_after.isdigit() and len(raw_after) <= 18:
+        rows = selectors.activity_page(board, after=int(raw_after), **filters)
+        rows.reverse()
+        return render(request, "boards/activity.html#rows", {"board": board, "events": rows})
+    before = int(raw_before) if raw_before.isdigit() and len(raw_before) <= 18 else None
+    rows = selectors.activity_page(board, before=before, **filters)
+    context = {
+        "board": board,
+        "events": rows,
+        "filters": filters,
+        "query": request.GET.urlencode(),
+        "more": rows[-1].seq if len(rows) == selectors.ACTIVITY_PAGE else None,
+        "top": rows[0].seq if rows and before is None else board.last_seq,
+        "actors": selectors.activity_actors(board),
+        "kinds": selectors.ACTIVITY_KINDS,
+    }
+    if request.htmx and before is not None:
+        return render(request, "boards/activity.html#page", context)
+    return render(request, "boards/activity.html", context)
+
+
+@require_POST
+@board_access("notify")
+def notify_post(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResponse:
+    """Which kinds of change notify this person on this board (stored for them)."""
+    try:
+        kinds = services.subscription_set(
+            board=board, user=request.user, kinds=request.POST.getlist("kinds")
+        )
+    except ServiceError as exc:
+        return _refusal(request, exc)
+    if request.htmx:
+        response = HttpResponse(
+            '<span role="status">Saved.</span>', headers={"X-Notify-Kinds": ",".join(kinds)}
+        )
+        return response
+    return redirect("board", slug=board.slug)

@@ -30,6 +30,9 @@ urlpatterns = [
     path("boards/<slug:slug>/members/", views.member_list, name="members"),
     path("boards/<slug:slug>/settings/", views.board_settings, name="board-settings"),
     path("boards/<slug:slug>/columns/<str:key>/", views.board_column, name="board-column"),
+    path("boards/<slug:slug>/activity/", views.activity, name="activity"),
+    path("boards/<slug:slug>/webhooks/", views.webhook_list, name="webhooks"),
+    path("boards/<slug:slug>/notify/", views.notify_post, name="notify"),
     path("boards/<slug:slug>/messages/", views.message_send_post, name="message-send"),
     path("boards/<slug:slug>/tasks/<number:number>/", views.task_detail, name="task"),
     path(
@@ -47,6 +50,7 @@ urlpatterns = [
     path(".well-known/openid-configuration/<path:rest>", api.no_oauth),
     path("register", api.no_oauth),
     path("api/openapi.json", api.openapi, name="openapi"),
+    path("api/boards/<slug:slug>/events", api.event_list, name="event-list"),
     path("api/boards/<slug:slug>/tools", api.tool_list, name="tool-list"),
     path("api/boards/<slug:slug>/tools/<str:tool>", api.tool_call, name="tool-call"),
 ]

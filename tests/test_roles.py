@@ -17,7 +17,16 @@ from django.conf import settings
 from django.test import Client
 
 from boards import permissions, services
-from boards.models import AgentToken, Board, Membership, Message, Role, Task
+from boards.models import (
+    AgentToken,
+    Board,
+    Membership,
+    Message,
+    Role,
+    Subscription,
+    Task,
+    Webhook,
+)
 from kanban.asgi import application
 from tests.factories import make_task, make_token
 
@@ -55,6 +64,16 @@ DOORS = [
     Door("settings", "post", "/boards/team/settings/", {"maxAttempts": "5"}),
     Door("members", "get", "/boards/team/members/", ok=200),
     Door("members", "post", "/boards/team/members/", {"username": "sam", "role": "viewer"}),
+    Door("activity", "get", "/boards/team/activity/", ok=200),
+    Door("notify", "post", "/boards/team/notify/", {"kinds": "failed"}),
+    Door("webhooks", "get", "/boards/team/webhooks/", ok=200),
+    Door(
+        "webhooks",
+        "post",
+        "/boards/team/webhooks/",
+        {"action": "add", "url": "https://example.com/hook", "kinds": "all"},
+    ),
+    Door("events", "get", "/api/boards/team/events", ok=200),
 ]
 
 
@@ -67,6 +86,8 @@ def _state(board: Board) -> tuple:
         AgentToken.objects.filter(board=board, revoked_at=None).count(),
         Membership.objects.filter(board=board).count(),
         Message.objects.filter(board=board).count(),
+        list(Subscription.objects.filter(board=board).values_list("kinds", flat=True)),
+        Webhook.objects.filter(board=board).count(),
     )
 
 
@@ -137,6 +158,10 @@ def test_the_role_table_is_what_the_spec_says():
         "members": "admin",
         "agents": "admin",
         "settings": "admin",
+        "activity": "viewer",
+        "notify": "viewer",
+        "webhooks": "admin",
+        "events": "admin",
     }
 
 

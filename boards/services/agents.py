@@ -48,10 +48,21 @@ def agent_seen(
     return changed
 
 
-def token_issue(*, board: Board, agent: str = "", team: bool = False, created_by: str = "") -> str:
-    """Issue an API token for the board; the raw token is returned once and never stored."""
-    agent = "" if team else (agent or "").strip()
-    if not team:
+def token_issue(
+    *,
+    board: Board,
+    agent: str = "",
+    team: bool = False,
+    created_by: str = "",
+    admin: bool = False,
+) -> str:
+    """Issue an API token for the board; the raw token is returned once and never stored.
+
+    ``admin``: a token that reads the board's event log (integrations), not the tools.
+    """
+    agent = "" if team or admin else (agent or "").strip()
+    team = team and not admin
+    if not team and not admin:
         if not agent:
             raise InvalidInput("agent: a token is bound to an agent name, or is a team token")
         problem = agent_name_problem(agent)
@@ -62,6 +73,7 @@ def token_issue(*, board: Board, agent: str = "", team: bool = False, created_by
         board=board,
         agent=agent,
         is_team=team,
+        scope="admin" if admin else "agent",
         token_hash=hash_token(raw),
         prefix=raw[:10],
         created_by=created_by,

@@ -13,12 +13,19 @@ class Command(BaseCommand):
         parser.add_argument(
             "--team", action="store_true", help="a team token: each request names its agent"
         )
+        parser.add_argument(
+            "--admin",
+            action="store_true",
+            help="an admin-scoped token: reads the board's event log, calls no tools",
+        )
 
-    def handle(self, *args: object, slug: str, agent: str, team: bool, **options: object) -> None:
+    def handle(
+        self, *args: object, slug: str, agent: str, team: bool, admin: bool, **options: object
+    ) -> None:
         try:
             board = selectors.board_get(slug)
             token = services.token_issue(
-                board=board, agent=agent, team=team, created_by="issuetoken"
+                board=board, agent=agent, team=team, admin=admin, created_by="issuetoken"
             )
         except ServiceError as exc:
             raise CommandError(exc.message) from exc
