@@ -1,9 +1,21 @@
 // Agent Kanban board behaviour: keeps columns in number order, catches up on reconnect,
-// filters by owner, drags cards between columns, and flags agents that went quiet.
+// filters by owner, drags cards between columns, and flags agents that went quiet; on a
+// phone shows one column at a time (tabs) and the details as a sheet; moves cards from
+// the keyboard (a menu on each card, shortcut keys); announces pushed changes politely.
 (function () {
   "use strict";
 
+  // The breakpoints of app.css: below the first the details open as a modal sheet, below
+  // the second the board shows one column at a time.
+  var sheetQuery = window.matchMedia("(max-width: 1099.98px)");
+  var phoneQuery = window.matchMedia("(max-width: 759.98px)");
+
   function board() { return document.getElementById("board"); }
+  function byId(id) { return document.getElementById(id); }
+  function each(selector, fn, root) {
+    Array.prototype.forEach.call((root || document).querySelectorAll(selector), fn);
+  }
+  function shown(el) { return !!el && el.getClientRects().length > 0; }
 
   function csrfToken() {
     var match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
@@ -15,6 +27,8 @@
   // Pushed cards are appended to their column; the page keeps each column in number
   // order so a pushed board and a reloaded one are the same DOM.
   function sortColumns() {
+    // Moving a node blurs it: give focus back to the card a person was on.
+    var active = document.activeElement;
     document.querySelectorAll(".cards").forEach(function (list) {
       var cards = Array.prototype.slice.call(list.children);
       var sorted = true;
@@ -27,26 +41,92 @@
       cards.sort(function (a, b) { return key(a) - key(b); });
       cards.forEach(function (card) { list.appendChild(card); });
     });
+    if (active && active !== document.activeElement && active.isConnected) active.focus({ preventScroll: true });
   }
 
   function socketUrl() {
     var el = board();
-    var seq = document.getElementById("board-seq");
+    var seq = byId("board-seq");
     var scheme = location.protocol === "https:" ? "wss://" : "ws://";
     return scheme + location.host + "/ws/boards/" + el.dataset.slug + "/?seq=" + (seq ? seq.dataset.seq : "");
   }
 
+  // ---- Announcements: one polite live region, one summary per burst of pushes ----------
+
+  var announceTimer = null;
+  function announce(text) {
+    var region = byId("announcer");
+    if (!region || !text) return;
+    // Emptied first, so the same sentence twice is still read twice.
+    region.textContent = "";
+    clearTimeout(announceTimer);
+    announceTimer = setTimeout(function () { region.textContent = text; }, 60);
+  }
+
+  function progressText() {
+    var el = document.querySelector("#board-summary .progress-text");
+    return el ? el.textContent.trim() : "";
+  }
+
+  var heard = [];
+  var heardTimer = null;
+  var heardSince = 0;
+  var lastProgress = "";
+
+  function sentence(text) { return /[.!?…”]$/.test(text) ? text : text + "."; }
+
+  function summarise(items) {
+    if (items.length === 1) return sentence(items[0]);
+    var shownItems = items.slice(0, 3).join("; ");
+    var rest = items.length > 3 ? "; and " + (items.length - 3) + " more" : "";
+    return items.length + " changes: " + shownItems + rest + ".";
+  }
+
+  function flushHeard() {
+    clearTimeout(heardTimer);
+    heardTimer = null;
+    var items = heard;
+    heard = [];
+    heardSince = 0;
+    if (!items.length) return;
+    var text = summarise(items);
+    var progress = progressText();
+    if (progress && progress !== lastProgress) text += " " + progress + ".";
+    lastProgress = progress;
+    announce(text);
+  }
+
+  // Each push replaces #board-events with exactly its own events (one sentence each);
+  // a burst of pushes within 400 ms (at most 2 s) becomes one announcement.
+  function collectEvents() {
+    var list = byId("board-events");
+    if (!list || list.dataset.announced) return;
+    list.dataset.announced = "1";
+    each("li", function (li) {
+      var text = li.textContent.trim();
+      if (text) heard.push(text);
+    }, list);
+    if (!heard.length) return;
+    if (!heardSince) heardSince = Date.now();
+    clearTimeout(heardTimer);
+    heardTimer = setTimeout(flushHeard, Date.now() - heardSince > 2000 ? 0 : 400);
+  }
+
+  var liveState = "";
   function setLive(state) {
-    var el = document.getElementById("live-status");
+    var el = byId("live-status");
     if (!el) return;
     document.documentElement.dataset.live = state;
     el.dataset.state = state;
     el.textContent = state === "live" ? "● live" : "○ reconnecting…";
+    if (state === "down" && liveState === "live") announce("Live updates lost; reconnecting.");
+    if (state === "live" && liveState === "down") announce("Live updates are back.");
+    liveState = state;
   }
 
   function applyFilter() {
-    var select = document.getElementById("owner-filter");
-    var style = document.getElementById("owner-filter-style");
+    var select = byId("owner-filter");
+    var style = byId("owner-filter-style");
     if (!select) return;
     if (!style) {
       style = document.createElement("style");
@@ -77,6 +157,157 @@
     });
   }
 
+  // ---- Column tabs (phones) -------------------------------------------------------------
+
+  function tabKey() { return "kanban-tab:" + board().dataset.slug; }
+  function onPhone() { return phoneQuery.matches && !!board().dataset.tab; }
+
+  function selectTab(key, focusTab) {
+    var el = board();
+    if (!byId("column-" + key)) return;
+    el.dataset.tab = key;
+    each(".column-tab", function (tab) {
+      var on = tab.dataset.tab === key;
+      tab.setAttribute("aria-selected", on ? "true" : "false");
+      tab.tabIndex = on ? 0 : -1;
+      if (on && focusTab) tab.focus();
+    });
+    each(".columns .column", function (column) {
+      column.classList.toggle("column--current", column.dataset.column === key);
+    });
+    try { sessionStorage.setItem(tabKey(), key); } catch (e) { /* storage refused: fine */ }
+  }
+
+  // The tabs show the columns' counts, which pushes update in #count-<column>.
+  function syncTabCounts() {
+    each(".tab-count[data-count-of]", function (span) {
+      var count = byId("count-" + span.dataset.countOf);
+      if (count && span.textContent !== count.textContent) span.textContent = count.textContent;
+    });
+  }
+
+  function setUpTabs() {
+    var list = document.querySelector(".column-tabs");
+    if (!list) return;
+    var saved = null;
+    try { saved = sessionStorage.getItem(tabKey()); } catch (e) { /* no storage */ }
+    selectTab(saved && byId("column-" + saved) ? saved : "pending");
+    list.addEventListener("click", function (event) {
+      var tab = event.target.closest(".column-tab");
+      if (tab) selectTab(tab.dataset.tab);
+    });
+    list.addEventListener("keydown", function (event) {
+      var tabs = Array.prototype.slice.call(list.querySelectorAll(".column-tab"));
+      var i = tabs.indexOf(event.target.closest(".column-tab"));
+      if (i < 0) return;
+      var next = { ArrowRight: i + 1, ArrowLeft: i - 1, Home: 0, End: tabs.length - 1 }[event.key];
+      if (next === undefined) return;
+      event.preventDefault();
+      selectTab(tabs[(next + tabs.length) % tabs.length].dataset.tab, true);
+    });
+  }
+
+  // ---- Focus on cards -------------------------------------------------------------------
+
+  // Focus a card's link (or its Move button); `follow` switches the phone's tab to it.
+  function focusCard(card, options) {
+    options = options || {};
+    var column = card.closest(".column");
+    if (options.follow && column && onPhone() && column.dataset.column !== board().dataset.tab) {
+      selectTab(column.dataset.column);
+    }
+    var target = (options.move && card.querySelector("[data-move-menu]")) || card.querySelector(".card-link");
+    if (shown(target)) { target.focus(); return true; }
+    return false;
+  }
+
+  function visibleCards(column) {
+    return Array.prototype.filter.call(column.querySelectorAll(".card"), function (card) {
+      return getComputedStyle(card).display !== "none";
+    });
+  }
+
+  function focusNextCard(card, step) {
+    var cards = visibleCards(card.closest(".column"));
+    var next = cards[cards.indexOf(card) + step];
+    if (next) focusCard(next);
+  }
+
+  // The card at the same height in the next column that has any (on a phone: the next tab).
+  function focusNextColumn(card, step) {
+    var columns = Array.prototype.slice.call(document.querySelectorAll(".columns .column"));
+    var from = card.closest(".column");
+    var row = visibleCards(from).indexOf(card);
+    for (var i = columns.indexOf(from) + step; i >= 0 && i < columns.length; i += step) {
+      var cards = visibleCards(columns[i]);
+      if (onPhone()) {
+        selectTab(columns[i].dataset.column, !cards.length);
+        if (cards.length) focusCard(cards[Math.min(row, cards.length - 1)]);
+        return;
+      }
+      if (cards.length) { focusCard(cards[Math.min(row, cards.length - 1)]); return; }
+    }
+  }
+
+  // A pushed card replaces the old one: keep a person's focus on it (and follow a card
+  // they moved themselves into its new column).
+  var focusBefore = null;
+  var followCard = null;
+
+  function rememberFocus() {
+    var active = document.activeElement;
+    var card = active && active.closest && active.closest("#board .card");
+    focusBefore = card ? { number: card.dataset.taskId, move: active.matches("[data-move-menu]") } : null;
+  }
+
+  function restoreFocus() {
+    var saved = focusBefore;
+    focusBefore = null;
+    var active = document.activeElement;
+    if (active && active !== document.body && active.isConnected) return;
+    if (followCard) {
+      var moved = byId("task-" + followCard.number);
+      var column = moved && moved.closest(".column");
+      if (column && column.dataset.column === followCard.column) {
+        followCard = null;
+        focusCard(moved, { follow: true });
+        return;
+      }
+    }
+    if (!saved) return;
+    var card = byId("task-" + saved.number);
+    if (card) focusCard(card, { move: saved.move });
+  }
+
+  // ---- The detail panel, a modal sheet on narrow screens --------------------------------
+
+  var placeholder = "";
+  // Set when a person asks for something shown in #detail (a click, a form, a key):
+  // then the next content opens the sheet and gets the focus. A push's refresh does not.
+  var detailWanted = 0;
+  var focusDetail = false;
+
+  function wantDetail() { detailWanted = Date.now(); }
+
+  function detailSheet() { return byId("detail-sheet"); }
+
+  function onDetailChanged() {
+    var detail = byId("detail");
+    if (!detail || detail.querySelector(".detail-placeholder")) return;
+    var sheet = detailSheet();
+    var wanted = detailWanted && Date.now() - detailWanted < 10000;
+    detailWanted = 0;
+    if (wanted && sheet && sheetQuery.matches && !sheet.open) sheet.showModal();
+    if (wanted || focusDetail) {
+      focusDetail = false;
+      var heading = detail.querySelector("[role=alert], .panel h2") || detail.firstElementChild;
+      if (heading) {
+        if (!heading.hasAttribute("tabindex")) heading.setAttribute("tabindex", "-1");
+        heading.focus();
+      }
+    }
+  }
+
   function loadDetail(number) {
     var el = board();
     return fetch("/boards/" + el.dataset.slug + "/tasks/" + number + "/", {
@@ -88,18 +319,73 @@
   }
 
   function showDetail(html) {
-    var detail = document.getElementById("detail");
+    var detail = byId("detail");
+    // A refresh replaces what a person was on inside the panel: give them its heading.
+    if (detail.contains(document.activeElement)) focusDetail = true;
     detail.innerHTML = html;
     if (window.htmx && htmx.process) htmx.process(detail);
   }
 
+  function setUpDetail() {
+    var detail = byId("detail");
+    var sheet = detailSheet();
+    if (!detail || !sheet) return;
+    placeholder = detail.innerHTML;
+    new MutationObserver(onDetailChanged).observe(detail, { childList: true });
+    // Anything that answers into #detail, clicked or submitted by a person.
+    document.addEventListener("click", function (event) {
+      var el = event.target.closest && event.target.closest('a[hx-target="#detail"]');
+      if (el) wantDetail();
+    }, true);
+    document.addEventListener("submit", function (event) {
+      if (event.target.matches('form[hx-target="#detail"]')) wantDetail();
+    }, true);
+    document.addEventListener("click", function (event) {
+      if (event.target.closest && event.target.closest("[data-close-detail]")) sheet.close();
+    });
+    sheet.addEventListener("close", function () {
+      if (sheet.dataset.keep) { delete sheet.dataset.keep; return; }
+      var open = detail.querySelector("[data-detail-task]");
+      var number = open && open.dataset.detailTask;
+      detail.innerHTML = placeholder;
+      // The browser gives focus back to what opened the sheet; a pushed card is a new node.
+      var active = document.activeElement;
+      if (number && (!active || active === document.body || sheet.contains(active))) {
+        var card = byId("task-" + number);
+        if (card) focusCard(card, { follow: true });
+      }
+    });
+    // Wider again: the panel goes back beside the columns, with what it showed.
+    sheetQuery.addEventListener("change", function () {
+      if (!sheetQuery.matches && sheet.open) {
+        sheet.dataset.keep = "1";
+        sheet.close();
+      }
+    });
+  }
+
+  // ---- Moving cards: drag and drop, and the Move menu -----------------------------------
+
+  // Posts the new status. The answer (the task's panel) is shown beside the board as
+  // before; on a narrow screen only a refusal is, in the sheet, so a move does not cover
+  // the board. The push moves the card and announces it.
   function moveCard(number, column) {
     var el = board();
     var body = new URLSearchParams({ status: column });
-    fetch("/boards/" + el.dataset.slug + "/tasks/" + number + "/status/", {
+    return fetch("/boards/" + el.dataset.slug + "/tasks/" + number + "/status/", {
       method: "POST", body: body, credentials: "same-origin",
       headers: { "X-CSRFToken": csrfToken(), "HX-Request": "true" }
-    }).then(function (response) { return response.text(); }).then(showDetail);
+    }).then(function (response) {
+      return response.text().then(function (html) {
+        if (!response.ok) {
+          if (followCard && followCard.number === String(number)) followCard = null;
+          wantDetail();
+          showDetail(html);
+        } else if (!sheetQuery.matches) {
+          showDetail(html);
+        }
+      });
+    });
   }
 
   function setUpDragAndDrop() {
@@ -136,6 +422,137 @@
     });
   }
 
+  // One menu for every card (cards are pushed fragments, the same for every viewer).
+  var menuCard = null;
+
+  function moveMenu() { return byId("move-menu"); }
+  function menuItems() {
+    return Array.prototype.filter.call(moveMenu().querySelectorAll("[role=menuitem]"), function (item) {
+      return !item.hidden;
+    });
+  }
+
+  function openMoveMenu(button) {
+    var menu = moveMenu();
+    var card = button.closest(".card");
+    var column = card.closest(".column");
+    if (!menu || !column) return;
+    closeMoveMenu(false);
+    menuCard = { number: card.dataset.taskId, column: column.dataset.column, button: button };
+    menu.setAttribute("aria-label", "Move #" + card.dataset.taskId + " to");
+    each("[data-move-to]", function (item) { item.hidden = item.dataset.moveTo === column.dataset.column; }, menu);
+    menu.hidden = false;
+    // Under the button, inside the window.
+    var rect = button.getBoundingClientRect();
+    var width = menu.offsetWidth;
+    var height = menu.offsetHeight;
+    var left = Math.max(8, Math.min(rect.right - width, window.innerWidth - width - 8));
+    var top = rect.bottom + 4;
+    if (top + height > window.innerHeight - 8) top = Math.max(8, rect.top - height - 4);
+    menu.style.left = left + "px";
+    menu.style.top = top + "px";
+    button.setAttribute("aria-expanded", "true");
+    var items = menuItems();
+    if (items.length) items[0].focus();
+  }
+
+  function closeMoveMenu(refocus) {
+    var menu = moveMenu();
+    if (!menu || menu.hidden) return;
+    menu.hidden = true;
+    var opened = menuCard;
+    menuCard = null;
+    if (!opened) return;
+    opened.button.setAttribute("aria-expanded", "false");
+    if (!refocus) return;
+    // The card may have been pushed again meanwhile: focus its button in the new one.
+    var card = byId("task-" + opened.number);
+    if (opened.button.isConnected) opened.button.focus();
+    else if (card) focusCard(card, { move: true });
+  }
+
+  function moveFromMenu(to) {
+    var opened = menuCard;
+    if (!opened) return;
+    closeMoveMenu(true);
+    followCard = { number: opened.number, column: to };
+    moveCard(opened.number, to);
+  }
+
+  function setUpMoveMenu() {
+    var menu = moveMenu();
+    if (!menu) return;
+    board().addEventListener("click", function (event) {
+      var button = event.target.closest && event.target.closest("[data-move-menu]");
+      if (!button) return;
+      event.preventDefault();
+      if (menuCard && menuCard.button === button) closeMoveMenu(true);
+      else openMoveMenu(button);
+    });
+    menu.addEventListener("click", function (event) {
+      var item = event.target.closest("[data-move-to]");
+      if (item) moveFromMenu(item.dataset.moveTo);
+    });
+    menu.addEventListener("keydown", function (event) {
+      var items = menuItems();
+      var i = items.indexOf(document.activeElement);
+      var next = { ArrowDown: i + 1, ArrowUp: i - 1, Home: 0, End: items.length - 1 }[event.key];
+      if (next !== undefined) {
+        event.preventDefault();
+        items[(next + items.length) % items.length].focus();
+      } else if (event.key === "Escape" || event.key === "Tab") {
+        event.preventDefault();
+        closeMoveMenu(true);
+      }
+    });
+    document.addEventListener("pointerdown", function (event) {
+      if (menuCard && !menu.contains(event.target) && event.target !== menuCard.button) closeMoveMenu(false);
+    });
+    window.addEventListener("resize", function () { closeMoveMenu(false); });
+  }
+
+  // ---- Shortcut keys (listed in the "?" help) -------------------------------------------
+
+  function typing(el) {
+    return !!el && (el.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(el.tagName));
+  }
+
+  function openHelp() {
+    var help = byId("shortcuts");
+    if (help && !help.open) help.showModal();
+  }
+
+  function focusFirstApproval() {
+    var buttons = Array.prototype.filter.call(
+      document.querySelectorAll("#approvals [data-approval-task] button.primary"), shown);
+    if (buttons.length) buttons[0].focus();
+    else announce("Nothing waits for your approval.");
+  }
+
+  function onKey(event) {
+    if (event.defaultPrevented || event.altKey || event.ctrlKey || event.metaKey) return;
+    var target = event.target;
+    if (typing(target) || document.querySelector("dialog:modal")) return;
+    var card = target.closest && target.closest("#board .card");
+    var key = event.key;
+    if (card) {
+      if (key === "ArrowDown" || key === "j") focusNextCard(card, 1);
+      else if (key === "ArrowUp" || key === "k") focusNextCard(card, -1);
+      else if (key === "ArrowRight" || key === "l") focusNextColumn(card, 1);
+      else if (key === "ArrowLeft" || key === "h") focusNextColumn(card, -1);
+      else if (key === "m" || key === "M") {
+        var button = card.querySelector("[data-move-menu]");
+        if (!shown(button)) return;
+        openMoveMenu(button);
+      } else card = null;
+      if (card) { event.preventDefault(); return; }
+    }
+    if (key === "?") { event.preventDefault(); openHelp(); }
+    else if (key === "a" || key === "A") { event.preventDefault(); focusFirstApproval(); }
+  }
+
+  // ---- The socket ---------------------------------------------------------------------
+
   // Registered when this script runs, before htmx (loaded after it) opens the socket,
   // on document because the extension's events bubble up from the #board element.
   document.addEventListener("htmx:ws:before:connection", function (event) {
@@ -146,6 +563,7 @@
   // A pushed approvals strip replaces its inputs: keep what a person was typing there.
   var typed = null;
   document.addEventListener("htmx:ws:before:message:incoming", function () {
+    rememberFocus();
     typed = {};
     document.querySelectorAll("#approvals [data-approval-task] input[name=note]").forEach(function (input) {
       var item = input.closest("[data-approval-task]").dataset.approvalTask;
@@ -171,9 +589,12 @@
 
   document.addEventListener("htmx:ws:after:message:incoming", function (event) {
     restoreTyped();
+    restoreFocus();
     // A visible-again tab reconnects without before:connection, so keep the URL current.
     event.detail.connection.url = socketUrl();
     markStale();
+    syncTabCounts();
+    collectEvents();
     var open = document.querySelector("#detail [data-detail-task]");
     var text = event.detail.message && event.detail.message.data;
     if (open && typeof text === "string") {
@@ -198,10 +619,18 @@
   function start() {
     var el = board();
     if (!el) return;
-    new MutationObserver(function () { sortColumns(); showLeases(); })
+    new MutationObserver(function () { sortColumns(); showLeases(); syncTabCounts(); })
       .observe(el, { childList: true, subtree: true });
-    document.getElementById("owner-filter").addEventListener("change", applyFilter);
+    byId("owner-filter").addEventListener("change", applyFilter);
+    setUpTabs();
+    setUpDetail();
     setUpDragAndDrop();
+    setUpMoveMenu();
+    document.addEventListener("keydown", onKey);
+    document.addEventListener("click", function (event) {
+      if (event.target.closest && event.target.closest("[data-shortcuts]")) openHelp();
+    });
+    lastProgress = progressText();
     setInterval(markStale, 10000);
     setInterval(showLeases, 1000);
     showLeases();
