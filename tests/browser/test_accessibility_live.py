@@ -1,0 +1,120 @@
+"""Every page a person uses, checked by axe-core (through axe-playwright-python) in a
+real Chromium: no serious or critical violation (issue #17). The board is checked with
+an approval waiting and a card open, on a desktop, on a phone (the card in its sheet) and
+in the dark colour scheme.
+
+A new page joins the check with one line in ``PAGES``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import pytest
+from axe_playwright_python.sync_playwright import Axe
+from playwright.sync_api import Browser, Page, expect
+
+from boards.liveserver import Cluster, Server
+
+from .conftest import LiveBoard
+from .screens import DESKTOP, PHONE, Populated, Screens, card, new_live_board, populate
+
+pytestmark = pytest.mark.browser
+
+BLOCKING = ("serious", "critical")
+
+
+def open_card_awaiting_approval(page: Page, tasks: Populated) -> None:
+    """The card whose approval is asked for, opened (its panel has Approve and Deny)."""
+    expect(page.locator(f'#approvals [data-approval-task="{tasks.gated}"]')).to_be_visible()
+    card(page, tasks.gated).locator(".card-link").click()
+    expect(page.locator(f'#detail [data-detail-task="{tasks.gated}"]')).to_be_visible()
+
+
+def open_move_menu(page: Page, tasks: Populated) -> None:
+    card(page, tasks.ready).locator(".card-link").focus()
+    page.keyboard.press("m")
+    expect(page.locator("#move-menu")).to_be_visible()
+
+
+def open_shortcuts(page: Page, tasks: Populated) -> None:
+    page.locator("[data-shortcuts]").click()
+    expect(page.get_by_role("dialog", name="Keyboard shortcuts")).to_be_visible()
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A page to check: ``path`` with ``{board}`` for the board's slug."""
+
+    name: str
+    path: str
+    login: bool = True
+    prepare: Callable[[Page, Populated], None] | None = None
+    screen: tuple[int, int] = (DESKTOP["width"], DESKTOP["height"])
+    color_scheme: str = "light"
+
+
+PHONE_SIZE = (PHONE["width"], PHONE["height"])
+
+PAGES = [
+    Checked("login", "/login/", login=False),
+    Checked("login on a phone", "/login/", login=False, screen=PHONE_SIZE),
+    Checked("board list", "/boards/"),
+    Checked("board with a card open", "/boards/{board}/", prepare=open_card_awaiting_approval),
+    Checked(
+        "board on a phone, a card open",
+        "/boards/{board}/",
+        prepare=open_card_awaiting_approval,
+        screen=PHONE_SIZE,
+    ),
+    Checked(
+        "board in the dark, a card open",
+        "/boards/{board}/",
+        prepare=open_card_awaiting_approval,
+        color_scheme="dark",
+    ),
+    Checked("board's move menu", "/boards/{board}/", prepare=open_move_menu),
+    Checked("board's shortcut help", "/boards/{board}/", prepare=open_shortcuts),
+    Checked("task page", "/boards/{board}/tasks/1/"),
+    Checked("tokens", "/boards/{board}/tokens/"),
+    Checked("members", "/boards/{board}/members/"),
+    Checked("settings", "/boards/{board}/settings/"),
+    Checked("settings in the dark", "/boards/{board}/settings/", color_scheme="dark"),
+]
+
+
+@pytest.fixture(scope="module")
+def checked_board(cluster: Cluster, server: Server) -> tuple[LiveBoard, Populated]:
+    """One board with a card in every state, shared by this module's checks (read only)."""
+    board = new_live_board(cluster, server)
+    return board, populate(board, cluster)
+
+
+@pytest.fixture
+def pages(browser: Browser, checked_board: tuple[LiveBoard, Populated]) -> Iterator[Screens]:
+    opened = Screens(browser, checked_board[0])
+    try:
+        yield opened
+    finally:
+        opened.close()
+    assert not opened.errors, f"JavaScript errors on the page: {opened.errors}"
+
+
+@pytest.mark.parametrize("checked", PAGES, ids=[p.name for p in PAGES])
+def test_axe_finds_no_serious_or_critical_violation(
+    pages: Screens, checked_board: tuple[LiveBoard, Populated], checked: Checked
+):
+    board, tasks = checked_board
+    width, height = checked.screen
+    page = pages.open(
+        screen={"width": width, "height": height},
+        color_scheme=checked.color_scheme,
+        path=checked.path.format(board=board.slug),
+        login=checked.login,
+    )
+    if checked.prepare:
+        checked.prepare(page, tasks)
+    results = Axe().run(page)
+    blocking = [v for v in results.response["violations"] if v["impact"] in BLOCKING]
+    assert not blocking, results.generate_report()
