@@ -196,6 +196,7 @@ class Cluster:
         self.workdir = workdir
         self.backend = backend
         self.servers: list[Server] = []
+        self.workers: dict[str, subprocess.Popen[bytes]] = {}
         self.env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "kanban.settings",
@@ -260,8 +261,52 @@ class Cluster:
         self.servers.append(server)
         return server.start()
 
+    def worker(self, worker_id: str, *args: str) -> None:
+        """Start the task library's own worker process for webhook deliveries
+        (``manage.py db_worker --queue-name webhooks``), as a scale-out deployment runs it."""
+        with (self.workdir / f"worker-{worker_id}.log").open("ab") as log:
+            self.workers[worker_id] = subprocess.Popen(
+                [
+                    sys.executable,
+                    "manage.py",
+                    "db_worker",
+                    "--queue-name",
+                    "webhooks",
+                    "--worker-id",
+                    worker_id,
+                    "--no-startup-delay",
+                    "--no-reload",
+                    *args,
+                ],
+                cwd=ROOT,
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+
+    def kill_worker(self, worker_id: str) -> None:
+        """Crash a worker: SIGKILL, mid-delivery if it is delivering."""
+        process = self.workers.pop(worker_id)
+        process.kill()
+        process.wait(10)
+
+    def webhook(self, slug: str, url: str, *kinds: str) -> tuple[int, str]:
+        """Add an endpoint to the board (as its admin would); its id and secret."""
+        out = self.manage(
+            "shell",
+            "-c",
+            "from boards import services, selectors; "
+            f"hook, secret = services.webhook_add(board=selectors.board_get({slug!r}), "
+            f"actor='admin', url={url!r}, kinds={list(kinds)!r}); print(hook.pk, secret)",
+        )
+        pk, secret = out.split()[-2:]
+        return int(pk), secret
+
     def stop(self) -> None:
-        """Stop every server, then drop the PostgreSQL database if the cluster made one."""
+        """Stop every server and worker, then drop the PostgreSQL database if the cluster
+        made one."""
+        for worker_id in list(self.workers):
+            self.kill_worker(worker_id)
         for server in self.servers:
             server.send(signal.SIGTERM)  # all at once: they shut down side by side
         for server in self.servers:

@@ -1,0 +1,152 @@
+"""Webhooks from real server processes (issue 15): the workers inside daphne, and the
+task library's own worker processes (``db_worker``) as a scale-out deployment runs them.
+
+The endpoints are real HTTP servers on loopback (``tests.receiver``), allowed by
+``KANBAN_WEBHOOK_ALLOW_LOOPBACK``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from boards.liveserver import Agent, Cluster, postgres_admin_url, wait_until
+from tests.receiver import Receiver
+
+pytestmark = pytest.mark.slow
+
+TIMEOUT = 2  # seconds: KANBAN_WEBHOOK_TIMEOUT_SECONDS of the servers and workers
+ENV = {
+    "KANBAN_WEBHOOK_ALLOW_LOOPBACK": "1",
+    "KANBAN_WEBHOOK_TIMEOUT_SECONDS": str(TIMEOUT),
+    "KANBAN_WEBHOOK_BACKOFF_SECONDS": "0.5",
+    "KANBAN_WORKER_POLL_SECONDS": "0.1",
+}
+BACKENDS = [
+    "sqlite",
+    pytest.param(
+        "postgresql",
+        marks=pytest.mark.skipif(
+            postgres_admin_url() is None,
+            reason="runs in the PostgreSQL + Redis pass (DATABASE_URL=postgres://…)",
+        ),
+    ),
+]
+
+
+@pytest.fixture
+def receivers() -> Iterator[list[Receiver]]:
+    made: list[Receiver] = []
+    yield made
+    for receiver in made:
+        receiver.close()
+
+
+@pytest.fixture
+def clusters() -> Iterator[list[Cluster]]:
+    made: list[Cluster] = []
+    yield made
+    for cluster in made:
+        cluster.stop()
+
+
+def finish(agent: Agent, subject: str) -> float:
+    """Create and complete a task; the seconds the completing TaskUpdate took."""
+    status, body = agent.call("TaskCreate", {"subject": subject})
+    assert status == 200, body
+    started = time.monotonic()
+    status, body = agent.call("TaskUpdate", {"taskId": body["task"]["id"], "status": "completed"})
+    assert status == 200, body
+    return time.monotonic() - started
+
+
+def test_a_hanging_endpoint_delays_neither_a_write_nor_another_endpoint(
+    tmp_path: Path, clusters, receivers
+):
+    cluster = Cluster(tmp_path, backend="sqlite", env=ENV)
+    clusters.append(cluster)
+    base = cluster.start()
+    cluster.board("hooks")
+    agent = Agent(base, "hooks", cluster.token("hooks", "worker-1"))
+    hanging, healthy = Receiver(), Receiver()
+    receivers.extend([hanging, healthy])
+    hanging.hang.set()
+    baseline = sorted(finish(agent, f"Before {n}") for n in range(5))[2]
+    cluster.webhook("hooks", hanging.url, "completed")
+    cluster.webhook("hooks", healthy.url, "completed")
+
+    took = [finish(agent, f"Task {n}") for n in range(5)]
+
+    # The writes never waited for the endpoint that hangs (each attempt may hang TIMEOUT s).
+    assert max(took) < baseline + 1.0, (baseline, took)
+    got = healthy.wait_for(5, timeout=TIMEOUT + 5)
+    assert [r.json["task"]["subject"] for r in got] == [f"Task {n}" for n in range(5)]
+    assert hanging.received, "the hanging endpoint was tried"
+    hanging.hang.clear()
+    # Once it answers, the hanging endpoint gets all five, in order (the first one again).
+    wait_until(
+        lambda: (
+            {r.json["task"]["subject"] for r in hanging.received} >= {f"Task {n}" for n in range(5)}
+        ),
+        timeout=30,
+        what="the endpoint that hung catches up",
+    )
+    subjects = [r.json["task"]["subject"] for r in hanging.received]
+    assert subjects == sorted(subjects, key=lambda s: int(s.split()[1]))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_two_worker_processes_deliver_each_attempt_once_and_a_killed_one_loses_nothing(
+    tmp_path: Path, clusters, receivers, backend
+):
+    # The servers run no workers: the library's worker processes do (scale-out).
+    cluster = Cluster(tmp_path, backend=backend, env={**ENV, "KANBAN_WORKER": "0"})
+    clusters.append(cluster)
+    base = cluster.start()
+    cluster.board("hooks")
+    agent = Agent(base, "hooks", cluster.token("hooks", "worker-1"))
+    receiver = Receiver()
+    receivers.append(receiver)
+    hook, secret = cluster.webhook("hooks", receiver.url)
+    cluster.worker("w1", "--interval", "0.1")
+    cluster.worker("w2", "--interval", "0.1")
+
+    receiver.hang.set()  # the first delivery hangs in whichever worker takes it
+    finish(agent, "Task 0")
+    receiver.wait_for(1, timeout=15)
+    holder = cluster.manage(
+        "shell",
+        "-c",
+        "from django_tasks_db.models import DBTaskResult; "
+        "print(DBTaskResult.objects.filter(status='RUNNING').get().worker_ids[-1])",
+    ).split()[-1]
+    cluster.kill_worker(holder)
+    receiver.hang.clear()
+    for n in range(1, 6):
+        finish(agent, f"Task {n}")
+
+    # The survivor sends the rest once the dead worker's hold on the endpoint lapses.
+    def all_arrived() -> bool:
+        return {r.json["task"]["subject"] for r in receiver.received} >= {
+            f"Task {n}" for n in range(6)
+        }
+
+    wait_until(all_arrived, timeout=4 * TIMEOUT + 30, what="every event delivered")
+    time.sleep(1)  # nothing more arrives
+    got = receiver.received
+    attempts = Counter((r.json["id"], r.json["attempt"]) for r in got)
+    assert set(attempts.values()) == {1}, attempts  # every attempt made exactly once
+    assert [r.json["task"]["subject"] for r in got] == ["Task 0"] + [f"Task {n}" for n in range(6)]
+    assert [r.json["attempt"] for r in got[:2]] == [1, 2]  # the killed one's, then again
+    assert all(r.verifies(secret) for r in got)
+    states = cluster.manage(
+        "shell",
+        "-c",
+        "from boards.models import Delivery; "
+        f"print(sorted(set(Delivery.objects.filter(webhook_id={hook}).values_list('status', flat=True))))",
+    )
+    assert states.endswith("['delivered']")
