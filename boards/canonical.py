@@ -71,7 +71,9 @@ def handle_task_get(caller: Caller, data: schemas.TaskGetInput) -> Answer:
     task = _task(caller.board, number)
     assert task is not None
     task["approval"]["history"] = selectors.approval_history(caller.board, number)
-    task["attempts"] = selectors.attempts(selectors.task_view(caller.board, number).task)
+    view = selectors.task_view(caller.board, number)
+    task["attempts"] = selectors.attempts(view.task)
+    task["readiness"] = selectors.readiness(caller.board, view.task)
     return Answer({"task": task})
 
 

@@ -17,7 +17,7 @@ from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from .activity import DEFAULT_NOTIFY, describe, signal_of
+from .activity import DEFAULT_NOTIFY, STATUS_NAMES, describe, signal_of
 from .errors import InvalidInput, NotFound
 from .models import (
     TERMINAL_STATUSES,
@@ -881,3 +881,90 @@ def webhooks_with_deliveries(board: Board, recent: int = 10) -> list[Webhook]:
         hook.recent_deliveries = list(hook.deliveries.order_by("-id")[:recent])  # type: ignore[attr-defined]
         hook.pending_count = hook.deliveries.filter(status="pending").count()  # type: ignore[attr-defined]
     return hooks
+
+
+# -- "why isn't this ready?" ----------------------------------------------------------------
+
+READINESS_MAX_TASKS = 500
+
+
+def _status_words(status: str, owner: str) -> str:
+    return f"{STATUS_NAMES.get(status, status).lower()}, {owner or 'unowned'}"
+
+
+def readiness(board: Board, task: Task) -> dict[str, Any]:
+    """Why ``task`` is not ready: its unfinished blockers, down to the ones that can move
+    now, and the reason in one sentence.
+
+    One query per level of the chain (each reads the blockers of the level before),
+    at most ``READINESS_MAX_TASKS`` tasks.
+    """
+    if task.status in TERMINAL_STATUSES:
+        reason = f"it is {STATUS_NAMES[task.status].lower()}"
+        return {"ready": False, "reason": reason, "chain": [], "movable": []}
+    # blocker edges of every unfinished task reached: number -> [(number, status, owner)]
+    waits: dict[int, list[tuple[int, str, str]]] = {}
+    info: dict[int, tuple[str, str]] = {task.number: (task.status, task.owner)}
+    level = [task.pk]
+    pk_of = {task.number: task.pk}
+    while level and len(info) < READINESS_MAX_TASKS:
+        rows = list(
+            Dependency.objects.filter(task_id__in=level)
+            .exclude(blocker__status=Status.COMPLETED)
+            .values_list(
+                "task__number", "blocker_id", "blocker__number", "blocker__status", "blocker__owner"
+            )
+        )
+        level = []
+        for number, blocker_pk, blocker, status, owner in rows:
+            waits.setdefault(number, []).append((blocker, status, owner))
+            if blocker not in info:
+                info[blocker] = (status, owner)
+                pk_of[blocker] = blocker_pk
+                if status not in TERMINAL_STATUSES:
+                    level.append(blocker_pk)
+    chain = [
+        {
+            "id": str(number),
+            "status": status,
+            "owner": owner,
+            "waitsOn": [str(b) for b, _, _ in sorted(waits.get(number, []))],
+            "canMove": status not in TERMINAL_STATUSES and not waits.get(number),
+        }
+        for number, (status, owner) in sorted(info.items())
+        if number != task.number
+    ]
+    direct = sorted(waits.get(task.number, []))
+    if not direct:
+        if task.status == Status.IN_PROGRESS:
+            reason = f"it is in progress with {task.owner or 'nobody'}"
+        else:
+            reason = "nothing blocks it: it can be claimed now"
+        return {
+            "ready": task.status == Status.PENDING,
+            "reason": reason,
+            "chain": [],
+            "movable": [],
+        }
+
+    def explain(number: int, seen: frozenset[int]) -> str:
+        status, owner = info[number]
+        if status in TERMINAL_STATUSES:
+            return f"#{number} ({STATUS_NAMES[status].lower()}: it will not complete by itself)"
+        below = sorted(waits.get(number, []))
+        head = f"#{number} ({_status_words(status, owner)})"
+        if not below:
+            return head + ", which waits on nothing"
+        if number in seen or len(seen) > 8:
+            return head + ", which waits on more"
+        first = below[0][0]
+        rest = f" and {len(below) - 1} more" if len(below) > 1 else ""
+        return head + f", which waits on {explain(first, seen | {number})}{rest}"
+
+    parts = [explain(number, frozenset({task.number})) for number, _, _ in direct]
+    return {
+        "ready": False,
+        "reason": "waiting on " + "; and on ".join(parts),
+        "chain": chain,
+        "movable": [c["id"] for c in chain if c["canMove"]],
+    }

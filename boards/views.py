@@ -111,6 +111,7 @@ def _detail_context(board: Board, number: int, role: Role) -> dict[str, Any]:
         "agents": list(Agent.objects.filter(board=board).values_list("name", flat=True)),
         "statuses": [s for s in Status if s != view.task.status],
         "attempts": selectors.attempts(view.task),
+        "readiness": selectors.readiness(board, view.task),
         "priorities": Priority.choices,
         "can": permissions.capabilities(role),
     }
