@@ -343,6 +343,14 @@
     document.addEventListener("click", function (event) {
       if (event.target.closest && event.target.closest("[data-close-detail]")) sheet.close();
     });
+    // A click on the backdrop beside the sheet (a tablet) closes it too.
+    sheet.addEventListener("click", function (event) {
+      if (event.target !== sheet || !sheet.open) return;
+      var rect = sheet.getBoundingClientRect();
+      var inside = event.clientX >= rect.left && event.clientX <= rect.right &&
+        event.clientY >= rect.top && event.clientY <= rect.bottom;
+      if (!inside) sheet.close();
+    });
     sheet.addEventListener("close", function () {
       if (sheet.dataset.keep) { delete sheet.dataset.keep; return; }
       var open = detail.querySelector("[data-detail-task]");
@@ -533,13 +541,14 @@
     if (event.defaultPrevented || event.altKey || event.ctrlKey || event.metaKey) return;
     var target = event.target;
     if (typing(target) || document.querySelector("dialog:modal")) return;
+    if (target.closest && target.closest("#move-menu")) return;
     var card = target.closest && target.closest("#board .card");
     var key = event.key;
     if (card) {
-      if (key === "ArrowDown" || key === "j") focusNextCard(card, 1);
-      else if (key === "ArrowUp" || key === "k") focusNextCard(card, -1);
-      else if (key === "ArrowRight" || key === "l") focusNextColumn(card, 1);
-      else if (key === "ArrowLeft" || key === "h") focusNextColumn(card, -1);
+      if (key === "ArrowDown") focusNextCard(card, 1);
+      else if (key === "ArrowUp") focusNextCard(card, -1);
+      else if (key === "ArrowRight") focusNextColumn(card, 1);
+      else if (key === "ArrowLeft") focusNextColumn(card, -1);
       else if (key === "m" || key === "M") {
         var button = card.querySelector("[data-move-menu]");
         if (!shown(button)) return;

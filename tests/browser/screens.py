@@ -10,16 +10,16 @@ from __future__ import annotations
 import itertools
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, ViewportSize, expect
 
 from boards.liveserver import Cluster, Server
 
 from .conftest import PASSWORD, TIMEOUT_MS, USERNAME, Agent, BoardPages, LiveBoard, wait_live
 
-PHONE = {"width": 390, "height": 844}
-DESKTOP = {"width": 1440, "height": 900}
+PHONE: ViewportSize = {"width": 390, "height": 844}
+DESKTOP: ViewportSize = {"width": 1440, "height": 900}
 COLUMNS = ("pending", "in_progress", "blocked", "completed")
 
 _numbers = itertools.count(1)
@@ -29,18 +29,18 @@ class Screens(BoardPages):
     """``BoardPages`` (one browser context per page, console errors collected) at a
     screen size and colour scheme; a phone is a touch screen."""
 
-    def open(  # type: ignore[override]
+    def open(
         self,
         *,
-        screen: dict[str, int] = DESKTOP,
-        color_scheme: str = "light",
+        screen: ViewportSize = DESKTOP,
+        color_scheme: Literal["light", "dark"] = "light",
         path: str | None = None,
         login: bool = True,
     ) -> Page:
         phone = screen["width"] < 760
         context = self.browser.new_context(
             viewport=screen,
-            color_scheme=color_scheme,  # type: ignore[arg-type]
+            color_scheme=color_scheme,
             is_mobile=phone,
             has_touch=phone,
             device_scale_factor=1,
@@ -168,7 +168,7 @@ def assert_uncovered(page: Page, selector: str) -> None:
         assert item.evaluate(UNCOVERED_JS), f"{selector} #{i} is covered by another element"
 
 
-def expect_sheet_open(page: Page, screen: dict[str, int]) -> None:
+def expect_sheet_open(page: Page, screen: ViewportSize) -> None:
     """The details fill the screen (a phone) as a modal sheet with its close button."""
     sheet = page.locator("#detail-sheet")
     expect(sheet).to_be_visible()

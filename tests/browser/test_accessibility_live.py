@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Literal
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
@@ -52,7 +53,7 @@ class Checked:
     login: bool = True
     prepare: Callable[[Page, Populated], None] | None = None
     screen: tuple[int, int] = (DESKTOP["width"], DESKTOP["height"])
-    color_scheme: str = "light"
+    color_scheme: Literal["light", "dark"] = "light"
 
 
 PHONE_SIZE = (PHONE["width"], PHONE["height"])

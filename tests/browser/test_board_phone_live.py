@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Page, ViewportSize, expect
 
 from boards.liveserver import Cluster, Server
 
@@ -130,7 +130,7 @@ def test_from_360_to_1024_px_nothing_overlaps_and_the_strips_stay_on_top(
     pages: Screens, live_board: LiveBoard, cluster: Cluster, width: int
 ):
     tasks = populate(live_board, cluster)
-    screen = {"width": width, "height": 800}
+    screen: ViewportSize = {"width": width, "height": 800}
     page = pages.open(screen=screen)
 
     # Nothing wider than the screen: no sideways scrolling.
