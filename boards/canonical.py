@@ -21,7 +21,7 @@ from django.conf import settings
 
 from . import schemas, selectors, services
 from .auth import Caller
-from .errors import TooManyRequests
+from .errors import InvalidInput, TooManyRequests
 from .events import group_name
 from .models import TERMINAL_STATUSES, ApprovalState, Board, Event
 
@@ -312,7 +312,17 @@ async def _watch(caller: Caller, number: int, data: schemas.TaskWatchInput) -> A
 
 
 def handle_task_heartbeat(caller: Caller, data: schemas.TaskHeartbeatInput) -> Answer:
-    leases = services.task_heartbeat(board=caller.board, agent=caller.agent, task_id=data.taskId)
+    if data.usage is not None and data.taskId is None:
+        raise InvalidInput(
+            "usage: needs taskId (the task the usage was spent on)",
+            details=[{"field": "usage", "message": "needs taskId"}],
+        )
+    leases = services.task_heartbeat(
+        board=caller.board,
+        agent=caller.agent,
+        task_id=data.taskId,
+        usage=data.usage.model_dump() if data.usage is not None else None,
+    )
     return Answer({"leases": leases})
 
 

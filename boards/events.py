@@ -82,7 +82,7 @@ def event_to_dict(event: Event) -> dict:
 
 # Changes to these fields alone leave the header (counts, approvals, roster) as it was.
 QUIET_FIELDS = frozenset(
-    {"description", "activeForm", "metadata", "prompt", "result", "notes", "parentId"}
+    {"description", "activeForm", "metadata", "prompt", "result", "notes", "parentId", "usage"}
     | {"addBlockedBy", "removeBlockedBy", "addBlocks"}  # (un)blocking has its own events
 )
 

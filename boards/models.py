@@ -57,6 +57,10 @@ class Board(models.Model):
     completed_count = models.PositiveIntegerField(default=0)
     failed_count = models.PositiveIntegerField(default=0)
     cancelled_count = models.PositiveIntegerField(default=0)
+    # What agents reported spending (TaskUpdate/TaskHeartbeat ``usage``), and the optional
+    # budget: once spent reaches it, claims are refused until a person raises it.
+    spent_usd = models.DecimalField(max_digits=16, decimal_places=6, default=0)
+    budget_usd = models.DecimalField(max_digits=16, decimal_places=6, null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -120,6 +124,10 @@ class Task(models.Model):
     # Attempts started, and how many of them failed or timed out (maxAttempts counts these).
     attempts = models.PositiveIntegerField(default=0)
     failures = models.PositiveIntegerField(default=0)
+    # Usage its agents reported, summed (each report is a Usage row too).
+    input_tokens = models.PositiveBigIntegerField(default=0)
+    output_tokens = models.PositiveBigIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=16, decimal_places=6, default=0)
 
     version = models.PositiveIntegerField(default=1)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -175,6 +183,9 @@ class Attempt(models.Model):
     outcome = models.CharField(max_length=16, choices=AttemptOutcome.choices, blank=True)
     result = models.TextField(blank=True)
     notes = models.TextField(blank=True)
+    input_tokens = models.PositiveBigIntegerField(default=0)
+    output_tokens = models.PositiveBigIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=16, decimal_places=6, default=0)
 
     class Meta:
         ordering = ["task", "n"]
@@ -423,3 +434,27 @@ class Delivery(models.Model):
 
     def __str__(self) -> str:
         return f"{self.webhook_id}:{self.id} {self.signal} {self.status}"
+
+
+class Usage(models.Model):
+    """One usage report of an agent on a task: tokens, cost and model, as reported."""
+
+    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="usage")
+    task_number = models.PositiveIntegerField()
+    parent_number = models.PositiveIntegerField(null=True, blank=True)
+    attempt = models.PositiveIntegerField(null=True, blank=True)
+    agent = models.CharField(max_length=100)
+    model = models.CharField(max_length=100, blank=True)
+    input_tokens = models.PositiveBigIntegerField(default=0)
+    output_tokens = models.PositiveBigIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=16, decimal_places=6, default=0)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["board", "created_at"], name="usage_by_time"),
+            models.Index(fields=["board", "agent"], name="usage_by_agent"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.agent} on {self.task_number}: ${self.cost_usd}"

@@ -105,6 +105,23 @@ class TaskGetInput(ToolInput):
     taskId: TaskId
 
 
+class UsageInput(ToolInput):
+    """What the work cost the agent since its last report (added up by the board)."""
+
+    inputTokens: StrictInt = Field(0, ge=0, le=10**12, description="Input tokens used.")
+    outputTokens: StrictInt = Field(0, ge=0, le=10**12, description="Output tokens used.")
+    costUsd: float = Field(0, ge=0, le=1_000_000, description="Cost in US dollars.")
+    model: Annotated[str, StringConstraints(max_length=100)] = Field(
+        "", description="The model that did the work."
+    )
+
+
+USAGE_HELP = (
+    "Usage since your last report on this task (added up per task, attempt and agent; "
+    "counts against the board's budget)."
+)
+
+
 class _UpdateFields(ToolInput):
     subject: Subject | None = None
     description: Long | None = None
@@ -127,6 +144,7 @@ class _UpdateFields(ToolInput):
     expectedVersion: Annotated[StrictInt, Field(ge=1)] | None = Field(
         None, description="Fail with 409 unless the task is still at this version."
     )
+    usage: UsageInput | None = Field(None, description=USAGE_HELP)
 
 
 class TaskUpdateInput(_UpdateFields):
@@ -181,6 +199,7 @@ class TaskHeartbeatInput(ToolInput):
     taskId: TaskId | None = Field(
         None, description="Renew the lease on this task only (default: all your leases)."
     )
+    usage: UsageInput | None = Field(None, description=USAGE_HELP + " Needs taskId.")
 
 
 class TaskReassignInput(ToolInput):
@@ -279,7 +298,10 @@ def update_kwargs(data: _UpdateFields) -> dict[str, Any]:
         "priority": "priority",
         "expectedVersion": "expected_version",
     }
-    return {py: getattr(data, public) for public, py in mapping.items() if public in sent}
+    kwargs = {py: getattr(data, public) for public, py in mapping.items() if public in sent}
+    if "usage" in sent and data.usage is not None:
+        kwargs["usage"] = data.usage.model_dump()
+    return kwargs
 
 
 TOOL_DESCRIPTIONS: dict[str, str] = {

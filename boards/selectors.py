@@ -197,6 +197,7 @@ def task_to_dict(view: TaskView, *, with_children: bool = False) -> dict:
         "lease": {"expiresAt": iso(task.lease_expires_at)} if task.lease_expires_at else None,
         "needsAttention": view.needs_attention is not None,
         "attention": view.needs_attention,
+        "usage": usage_dict(task),
         "version": task.version,
         "createdAt": iso(task.created_at),
         "updatedAt": iso(task.updated_at),
@@ -207,6 +208,15 @@ def task_to_dict(view: TaskView, *, with_children: bool = False) -> dict:
     if view.depth is not None:
         data["depth"] = view.depth
     return data
+
+
+def usage_dict(row: Task | Attempt) -> dict[str, Any]:
+    """Tokens and cost reported on a task or an attempt, summed."""
+    return {
+        "inputTokens": row.input_tokens,
+        "outputTokens": row.output_tokens,
+        "costUsd": float(row.cost_usd),
+    }
 
 
 def view_parent_number(task: Task) -> int | None:
@@ -779,6 +789,7 @@ def attempts(task: Task) -> list[dict[str, Any]]:
             "outcome": a.outcome or None,
             "result": a.result or None,
             "notes": a.notes or None,
+            "usage": usage_dict(a),
         }
         for a in Attempt.objects.filter(task=task).order_by("n")
     ]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
 from django.db import transaction
@@ -52,10 +55,41 @@ SETTINGS = {
 }
 
 
-def board_settings(*, board: Board, actor: str, **values: int | None) -> Board:
+BUDGET_MAX = Decimal("1000000000")
+
+
+def _budget(value: Any) -> Decimal | None:
+    """``budgetUsd``: dollars (0 to a billion, to the cent), or None for no budget."""
+    if value is None:
+        return None
+    try:
+        if isinstance(value, bool):
+            raise InvalidOperation
+        budget = Decimal(str(value)).quantize(Decimal("0.01"))
+    except (InvalidOperation, ValueError):
+        budget = Decimal(-1)
+    if not Decimal(0) <= budget <= BUDGET_MAX:
+        raise InvalidInput(
+            f"budgetUsd: dollars from 0 to {BUDGET_MAX}, or empty for no budget",
+            details=[{"field": "budgetUsd"}],
+        )
+    return budget
+
+
+def board_settings(*, board: Board, actor: str, **values: Any) -> Board:
     """Change the board's work settings (an admin's decision); each change is an event."""
     changed: dict[str, dict] = {}
     with unit_of_work(board, actor, person=True) as work:
+        if "budgetUsd" in values:
+            budget = _budget(values.pop("budgetUsd"))
+            if budget != work.board.budget_usd:
+                before = work.board.budget_usd
+                changed["budgetUsd"] = {
+                    "from": float(before) if before is not None else None,
+                    "to": float(budget) if budget is not None else None,
+                }
+                work.board.budget_usd = budget
+                Board.objects.filter(pk=work.board.pk).update(budget_usd=budget)
         for public, value in values.items():
             if public not in SETTINGS:
                 raise InvalidInput(f"{public}: not a board setting", details=[{"field": public}])
@@ -71,11 +105,14 @@ def board_settings(*, board: Board, actor: str, **values: int | None) -> Board:
             if getattr(work.board, field) != value:
                 changed[public] = {"from": getattr(work.board, field), "to": value}
                 setattr(work.board, field, value)
-        if changed:
+        ints = {public: entry for public, entry in changed.items() if public in SETTINGS}
+        if ints:
             Board.objects.filter(pk=work.board.pk).update(
-                **{SETTINGS[public][0]: entry["to"] for public, entry in changed.items()}
+                **{SETTINGS[public][0]: entry["to"] for public, entry in ints.items()}
             )
+        if changed:
             work.record("settings", None, fields=changed)
-    for public in changed:
+    for public in ints:
         setattr(board, SETTINGS[public][0], getattr(work.board, SETTINGS[public][0]))
+    board.budget_usd = work.board.budget_usd
     return board

@@ -15,7 +15,9 @@ import logging
 import os
 import threading
 from collections import defaultdict
+from collections.abc import Mapping
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.db import close_old_connections
 from django.utils import timezone
@@ -24,7 +26,7 @@ from .. import events
 from ..errors import Conflict
 from ..models import Board, Status, Task
 from ..selectors import iso
-from . import lifecycle, outbox
+from . import costs, lifecycle, outbox
 from .work import Work, unit_of_work
 
 logger = logging.getLogger(__name__)
@@ -69,20 +71,28 @@ def renew(*, board: Board, agent: str, task_number: int | None = None, force: bo
     return renewed
 
 
-def heartbeat(*, board: Board, agent: str, task_id: str | int | None = None) -> list[dict]:
-    """TaskHeartbeat: renew now; with a task, refuse (409) when the agent does not hold it."""
+def heartbeat(
+    *,
+    board: Board,
+    agent: str,
+    task_id: str | int | None = None,
+    usage: Mapping[str, Any] | None = None,
+) -> list[dict]:
+    """TaskHeartbeat: renew now; with a task, refuse (409) when the agent does not hold it.
+    With ``usage`` (and a task), add it to the task's (costs.add_usage)."""
     number = None
+    if task_id is not None and usage:
+        with unit_of_work(board, agent) as work:
+            task = work.task(task_id)
+            _check_held(work, task, agent)
+            if costs.add_usage(work, task, usage):
+                costs.save_usage_only(work, task)
+        task_id = task.number
     if task_id is not None:
         # A read and a check, no write of the task: no unit of work (and no board lock).
         work = Work(board, agent, person=False)
         task = work.task(task_id)
-        lifecycle.check_lease(work, task)
-        if task.owner != agent or task.status != Status.IN_PROGRESS:
-            raise Conflict(
-                f"Task #{task.number} is not in progress under your name "
-                f"(status {task.status}, owner {task.owner or 'nobody'})",
-                code="not_owner",
-            )
+        _check_held(work, task, agent)
         number = task.number
     renew(board=board, agent=agent, task_number=number, force=True)
     held = Task.objects.filter(
@@ -94,6 +104,16 @@ def heartbeat(*, board: Board, agent: str, task_id: str | int | None = None) -> 
         {"taskId": str(n), "lease": {"expiresAt": iso(expires)}}
         for n, expires in held.order_by("number").values_list("number", "lease_expires_at")
     ]
+
+
+def _check_held(work: Work, task: Task, agent: str) -> None:
+    lifecycle.check_lease(work, task)
+    if task.owner != agent or task.status != Status.IN_PROGRESS:
+        raise Conflict(
+            f"Task #{task.number} is not in progress under your name "
+            f"(status {task.status}, owner {task.owner or 'nobody'})",
+            code="not_owner",
+        )
 
 
 def sweep(*, now: datetime | None = None, limit: int = 200) -> int:

@@ -26,6 +26,7 @@ from django.conf import settings
 from ..errors import Conflict, InvalidInput
 from ..models import TERMINAL_STATUSES, ApprovalState, Attempt, AttemptOutcome, Status, Task
 from ..selectors import iso
+from . import costs
 from .graph import open_blockers
 from .work import Outcome, Work, shown
 
@@ -130,8 +131,10 @@ def check_status(work: Work, task: Task, status: str) -> None:
     _check_gate(work, task, status)
     if status == Status.IN_PROGRESS:
         _check_may_start(task)
-        if not work.person and task.owner:
-            check_wip(work, task.owner)
+        if not work.person:
+            costs.check_budget(work.board)
+            if task.owner:
+                check_wip(work, task.owner)
 
 
 def set_status(work: Work, task: Task, status: str) -> dict[str, Any]:
@@ -212,6 +215,7 @@ def claim(work: Work, task: Task, *, lease_seconds: int | None = None) -> Outcom
     _check_not_blocked(task)
     if task.owner == agent and task.status == Status.IN_PROGRESS:
         return Outcome(task.number, [])
+    costs.check_budget(work.board)
     if task.approval_required and task.approval_state != ApprovalState.APPROVED:
         if task.approval_state == ApprovalState.REQUESTED:
             if task.approval_requested_by != agent:

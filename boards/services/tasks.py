@@ -10,7 +10,7 @@ from django.db.models import F
 from ..errors import Conflict, InvalidInput
 from ..models import PRIORITY_BY_NAME, ApprovalState, Board, Priority, Status, Task
 from ..selectors import task_to_dict, task_view
-from . import graph, lifecycle
+from . import costs, graph, lifecycle
 from .work import (
     LONG_TEXT_MAX,
     NAME_MAX,
@@ -157,6 +157,8 @@ def _update(
     _check_version(work, task, fields.get("expected_version"))
     diff: dict[str, Any] = {}
     was_status, was_owner = task.status, task.owner
+    # Usage counts against the attempt it was spent in: added before any status change.
+    usage = costs.add_usage(work, task, fields["usage"]) if fields.get("usage") else None
 
     if fields.get("priority") is not None:
         priority = priority_value(fields["priority"])
@@ -215,7 +217,12 @@ def _update(
         diff.update(lifecycle.set_status(work, task, status))
 
     if not diff:
+        if usage:
+            costs.save_usage_only(work, task)
+            return ["usage"]
         return []
+    if usage:
+        diff["usage"] = {"to": usage}
     lifecycle.settle(work, task, was_status, was_owner)
     work.save_task(task, kind or ("status" if "status" in diff else "updated"), fields=diff)
     return list(diff)
@@ -262,6 +269,7 @@ def task_update(
     notes: str | None = None,
     priority: str | None = None,
     expected_version: int | None = None,
+    usage: Mapping[str, Any] | None = None,
 ) -> Outcome:
     """Change any of a task's fields; ``status="deleted"`` deletes it.
 
@@ -287,6 +295,7 @@ def task_update(
         "notes": notes,
         "priority": priority,
         "expected_version": expected_version,
+        "usage": usage,
     }
     if parent_id is not UNSET:
         fields["parent_id"] = parent_id

@@ -85,6 +85,8 @@ class Work:
         self.status_before: dict[int, str] = {}
         # Tasks that have just failed or timed out the board's maxAttempts times.
         self.attention: dict[int, int] = {}
+        # Usage was reported (boards.services.costs): the board's spend changed.
+        self.spent = False
 
     def status_changed(self, task: Task) -> list[int]:
         """Note a change of ``task``'s status; returns its dependents' numbers."""
@@ -193,6 +195,7 @@ class Work:
             last_seq=self.board.last_seq,
             task_counter=self.board.task_counter,
             updated_at=self.now,
+            spent_usd=self.board.spent_usd,
             **{field: getattr(self.board, field) for field in FINISHED_COUNTERS.values()},
         )
         events.publish(
@@ -200,7 +203,9 @@ class Work:
             self.events,
             self.touched,
             reset=self.reset,
-            header=self.reset or events.changes_header(self.events),
+            header=self.reset
+            or events.changes_header(self.events)
+            or (self.spent and self.board.budget_usd is not None),
         )
 
 

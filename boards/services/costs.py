@@ -1,0 +1,115 @@
+"""What agents spend: usage reports on writes, summed per task, attempt and board, and
+the board's budget that stops new claims once it is spent."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from django.db.models import F
+
+from ..errors import Conflict, InvalidInput
+from ..models import Attempt, Board, Status, Task, Usage
+from .work import Work
+
+TOKENS_MAX = 10**12
+COST_MAX = Decimal("1000000")
+CENT = Decimal("0.000001")
+MODEL_MAX = 100
+
+
+def _count(usage: Mapping[str, Any], name: str) -> int:
+    value = usage.get(name, 0)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= TOKENS_MAX:
+        raise InvalidInput(
+            f"usage.{name}: a whole number from 0 to {TOKENS_MAX}",
+            details=[{"field": f"usage.{name}"}],
+        )
+    return value
+
+
+def _cost(usage: Mapping[str, Any]) -> Decimal:
+    value = usage.get("costUsd", 0)
+    try:
+        if isinstance(value, bool):
+            raise InvalidOperation
+        cost = Decimal(str(value)).quantize(CENT)
+    except (InvalidOperation, ValueError):
+        cost = Decimal(-1)
+    if not Decimal(0) <= cost <= COST_MAX:
+        raise InvalidInput(
+            f"usage.costUsd: a number from 0 to {COST_MAX}", details=[{"field": "usage.costUsd"}]
+        )
+    return cost
+
+
+def add_usage(work: Work, task: Task, usage: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Add one usage report to the task (saved with it), its running attempt, the board's
+    spend and the usage log. None when it reports nothing."""
+    tokens_in, tokens_out = _count(usage, "inputTokens"), _count(usage, "outputTokens")
+    cost = _cost(usage)
+    model = usage.get("model") or ""
+    if not isinstance(model, str) or len(model) > MODEL_MAX:
+        raise InvalidInput(
+            f"usage.model: at most {MODEL_MAX} characters", details=[{"field": "usage.model"}]
+        )
+    if not (tokens_in or tokens_out or cost):
+        return None
+    task.input_tokens += tokens_in
+    task.output_tokens += tokens_out
+    task.cost_usd += cost
+    attempt = task.attempts if task.status == Status.IN_PROGRESS and task.attempts else None
+    if attempt:
+        Attempt.objects.filter(task=task, n=attempt).update(
+            input_tokens=F("input_tokens") + tokens_in,
+            output_tokens=F("output_tokens") + tokens_out,
+            cost_usd=F("cost_usd") + cost,
+        )
+    parent = (
+        Task.objects.filter(pk=task.parent_id).values_list("number", flat=True).first()
+        if task.parent_id
+        else None
+    )
+    Usage.objects.create(
+        board=work.board,
+        task_number=task.number,
+        parent_number=parent,
+        attempt=attempt,
+        agent=work.actor,
+        model=model,
+        input_tokens=tokens_in,
+        output_tokens=tokens_out,
+        cost_usd=cost,
+        created_at=work.now,
+    )
+    work.board.spent_usd += cost
+    work.spent = True
+    return {
+        "inputTokens": tokens_in,
+        "outputTokens": tokens_out,
+        "costUsd": float(cost),
+        "model": model,
+    }
+
+
+USAGE_FIELDS = ["input_tokens", "output_tokens", "cost_usd"]
+
+
+def save_usage_only(work: Work, task: Task) -> None:
+    """A write that reported usage and changed nothing else: store the sums, re-render
+    the card (no event: nothing happened to the task)."""
+    task.save(update_fields=USAGE_FIELDS)
+    work.touched.add(task.number)
+    work.change("updated", task.number, fields=["usage"])
+
+
+def check_budget(board: Board) -> None:
+    """Claims stop once the board's budget is spent, until a person raises it."""
+    if board.budget_usd is not None and board.spent_usd >= board.budget_usd:
+        raise Conflict(
+            f"The board's budget is spent (${board.spent_usd:.2f} of ${board.budget_usd:.2f}); "
+            "a person must raise it before work is claimed",
+            code="budget_exhausted",
+            details={"spentUsd": float(board.spent_usd), "budgetUsd": float(board.budget_usd)},
+        )
