@@ -150,6 +150,13 @@ def test_from_360_to_1024_px_nothing_overlaps_and_the_strips_stay_on_top(
     assert_uncovered(page, "#approvals .approval a, #approvals button")
     assert_uncovered(page, ".board-header a, .board-header button, .board-header select")
     assert_uncovered(page, ".columns .card-link")
+    # The reset confirmation opens inside the screen too.
+    page.locator(".reset summary").click()
+    expect(page.locator(".reset form")).to_be_visible()
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    form = boxes(page, ".reset form")[0]
+    assert form["x"] >= 0 and form["x"] + form["width"] <= width, form
+    page.locator(".reset summary").click()
 
     # Below the desktop width a card's details open as a modal sheet over the board.
     if width < 760:
