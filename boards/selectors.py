@@ -979,3 +979,133 @@ def readiness(board: Board, task: Task) -> dict[str, Any]:
         "chain": chain,
         "movable": [c["id"] for c in chain if c["canMove"]],
     }
+
+
+# -- the dependency graph ------------------------------------------------------------------
+
+GRAPH_MAX_NODES = 2000
+GRAPH_SCOPES = ("open", "all")
+
+
+def _column(status: str, blocked: bool) -> str:
+    if status == Status.PENDING:
+        return "blocked" if blocked else "pending"
+    if status == Status.IN_PROGRESS:
+        return "in_progress"
+    return "completed"
+
+
+def graph(board: Board, scope: str = "open", around: int | None = None) -> dict[str, Any]:
+    """The board's dependency graph as nodes and edges, and the critical path of unfinished
+    work (the longest chain of open tasks, each waiting on the one before).
+
+    ``scope``: "open" (pending and in progress, the default), "all", or ``around`` a task:
+    everything its blockers and dependents reach. At most ``GRAPH_MAX_NODES`` nodes.
+    """
+    tasks = Task.objects.filter(board=board).order_by("number")
+    if around is not None:
+        numbers = _neighbourhood(board, around)
+        tasks = tasks.filter(number__in=numbers)
+    elif scope == "open":
+        tasks = tasks.filter(status__in=(Status.PENDING, Status.IN_PROGRESS))
+    elif scope != "all":
+        raise InvalidInput("scope: open, all or task", details=[{"field": "scope"}])
+    rows = list(
+        tasks.values_list(
+            "pk",
+            "number",
+            "subject",
+            "status",
+            "owner",
+            "blocked",
+            "stuck",
+            "failures",
+            "parent__number",
+            "cost_usd",
+        )[: GRAPH_MAX_NODES + 1]
+    )
+    truncated = len(rows) > GRAPH_MAX_NODES
+    rows = rows[:GRAPH_MAX_NODES]
+    number_of = {pk: number for pk, number, *_ in rows}
+    edges = [
+        (number_of[blocker], number_of[task])
+        for task, blocker in Dependency.objects.filter(
+            task_id__in=list(number_of), blocker_id__in=list(number_of)
+        ).values_list("task_id", "blocker_id")
+    ]
+    open_numbers = {number for _, number, _, status, *_ in rows if status not in TERMINAL_STATUSES}
+    critical = _longest_chain(
+        open_numbers, [(a, b) for a, b in edges if a in open_numbers and b in open_numbers]
+    )
+    nodes = [
+        {
+            "id": str(number),
+            "subject": subject,
+            "status": status,
+            "column": _column(status, blocked),
+            "owner": owner,
+            "stuck": stuck and status not in TERMINAL_STATUSES,
+            "attention": failures >= board.max_attempts
+            and status in (Status.PENDING, Status.FAILED),
+            "parentId": str(parent) if parent else None,
+            "costUsd": float(cost),
+        }
+        for _, number, subject, status, owner, blocked, stuck, failures, parent, cost in rows
+    ]
+    return {
+        "nodes": nodes,
+        "edges": [{"from": str(a), "to": str(b)} for a, b in sorted(edges)],
+        "critical": [str(n) for n in critical],
+        "truncated": truncated,
+        "seq": board.last_seq,
+    }
+
+
+def _neighbourhood(board: Board, number: int, limit: int = 500) -> set[int]:
+    """The task, and every task its blockers and dependents reach (both ways)."""
+    start = Task.objects.filter(board=board, number=number).values_list("pk", flat=True).first()
+    if start is None:
+        raise NotFound(f"Task #{number} not found", code="task_not_found")
+    seen = {start}
+    for forward in (True, False):
+        level = {start}
+        while level and len(seen) < limit:
+            pairs = (
+                Dependency.objects.filter(blocker_id__in=level).values_list("task_id", flat=True)
+                if forward
+                else Dependency.objects.filter(task_id__in=level).values_list(
+                    "blocker_id", flat=True
+                )
+            )
+            level = set(pairs) - seen
+            seen |= level
+    return set(Task.objects.filter(pk__in=seen).values_list("number", flat=True))
+
+
+def _longest_chain(numbers: set[int], edges: list[tuple[int, int]]) -> list[int]:
+    """The longest path of the DAG (by task count), in order; ties: lowest numbers."""
+    after: dict[int, list[int]] = {n: [] for n in numbers}
+    waiting = {n: 0 for n in numbers}
+    for blocker, task in edges:
+        after[blocker].append(task)
+        waiting[task] += 1
+    order = sorted(n for n in numbers if waiting[n] == 0)
+    best: dict[int, tuple[int, int | None]] = {n: (1, None) for n in numbers}
+    queue = list(order)
+    i = 0
+    while i < len(queue):  # Kahn's order: every blocker before its dependents
+        n = queue[i]
+        i += 1
+        for m in sorted(after[n]):
+            if best[n][0] + 1 > best[m][0]:
+                best[m] = (best[n][0] + 1, n)
+            waiting[m] -= 1
+            if waiting[m] == 0:
+                queue.append(m)
+    if not best:
+        return []
+    end = min(best, key=lambda n: (-best[n][0], n))
+    chain = [end]
+    while best[chain[-1]][1] is not None:
+        chain.append(best[chain[-1]][1])  # type: ignore[arg-type]
+    return chain[::-1]

@@ -13,7 +13,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.cache import add_never_cache_headers, patch_vary_headers
@@ -23,7 +23,7 @@ from django_htmx.middleware import HtmxDetails
 
 from . import permissions, selectors, services
 from .activity import SIGNALS
-from .errors import InvalidInput, NotFound, ServiceError
+from .errors import InvalidInput, NotFound, ServiceError, error_body
 from .models import Agent, AgentToken, Board, Membership, Priority, Role, Status, Task
 from .rendering import DROP_STATUS, board_context, stale_agents
 
@@ -527,3 +527,43 @@ def notify_post(request: HtmxHttpRequest, board: Board, role: Role) -> HttpRespo
         )
         return response
     return redirect("board", slug=board.slug)
+
+
+def _graph_scope(request: HtmxHttpRequest) -> tuple[str, int | None]:
+    task = request.GET.get("task", "").strip().lstrip("#")
+    if task:
+        if not task.isdigit() or len(task) > 9:
+            raise InvalidInput("task: a task number", details=[{"field": "task"}])
+        return "task", int(task)
+    return request.GET.get("scope", "open"), None
+
+
+@require_GET
+@board_access("view")
+def graph_page(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResponse:
+    """The dependency graph, laid out in the browser (static/graph.js) from graph.json."""
+    try:
+        scope, around = _graph_scope(request)
+    except ServiceError as exc:
+        return _refusal(request, exc)
+    context = {
+        "board": board,
+        "scope": scope,
+        "around": around,
+        "can": permissions.capabilities(role),
+    }
+    return render(request, "boards/graph.html", context)
+
+
+@require_GET
+@board_access("view")
+def graph_json(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResponse:
+    """``?scope=open|all`` or ``?task=<n>``: nodes, edges and the critical path as JSON."""
+    try:
+        scope, around = _graph_scope(request)
+        data = selectors.graph(board, scope, around)
+    except ServiceError as exc:
+        return JsonResponse(error_body(exc), status=exc.status)
+    response = JsonResponse(data, json_dumps_params={"ensure_ascii": False})
+    add_never_cache_headers(response)
+    return response
