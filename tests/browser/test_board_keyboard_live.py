@@ -72,6 +72,7 @@ def test_keyboard_only_moves_a_card_to_in_progress_and_approves_a_request(
     expect(menu).to_have_attribute("aria-label", f"Move #{first} to")
     expect(menu.get_by_role("menuitem")).to_have_text(["In progress", "Completed"])
     expect(menu.get_by_role("menuitem", name="In progress")).to_be_focused()
+    expect(menu.get_by_role("menuitem", name="In progress")).to_have_css("outline-style", "solid")
     page.keyboard.press("Enter")
     expect(menu).to_be_hidden()
     expect_in_column(page, first, "in_progress")
@@ -153,6 +154,15 @@ def test_on_a_phone_arrow_keys_walk_the_columns_through_the_tabs_and_a_moved_car
     page.keyboard.press("ArrowLeft")
     expect(page.locator("#tab-pending")).to_have_attribute("aria-selected", "true")
     expect(card(page, first).locator(".card-link")).to_be_focused()
+    # The tabs themselves: arrow keys go from tab to tab, each with its focus ring.
+    page.locator("#tab-pending").focus()
+    page.keyboard.press("ArrowRight")
+    expect(page.locator("#tab-in_progress")).to_be_focused()
+    expect(page.locator("#tab-in_progress")).to_have_attribute("aria-selected", "true")
+    expect(page.locator("#tab-in_progress")).to_have_css("outline-style", "solid")
+    expect(card(page, third)).to_be_visible()
+    page.keyboard.press("ArrowLeft")
+    card(page, first).locator(".card-link").focus()
 
     # Moved from the menu, the card is followed into its tab; no sheet covers the board.
     page.keyboard.press("m")
