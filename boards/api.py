@@ -8,6 +8,7 @@ then writes its answer or the §4 error shape.
 from __future__ import annotations
 
 import json
+from datetime import date
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -17,7 +18,7 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET
 
-from . import auth, dialects, permissions, schemas, selectors, tools
+from . import auth, dialects, metrics, permissions, schemas, selectors, tools
 from .errors import InvalidInput, PayloadTooLarge, ServiceError, error_body
 
 
@@ -183,3 +184,34 @@ def event_list(request: HttpRequest, slug: str) -> JsonResponse:
         },
         json_dumps_params={"ensure_ascii": False},
     )
+
+
+@require_GET
+def board_metrics(request: HttpRequest, slug: str) -> JsonResponse:
+    """``GET /api/boards/<slug>/metrics?days=30``: flow metrics and cost (boards.metrics),
+    for the board's members (logged in) and any token of the board."""
+    try:
+        if "Authorization" in request.headers or not request.user.is_authenticated:
+            board = auth.authenticate_reader(request.headers, slug)
+        else:
+            board = selectors.board_get(slug)
+            permissions.check(request.user, board, "view")
+        days = _whole(request, "days", metrics.DAYS_DEFAULT, 1, metrics.DAYS_MAX)
+        today = _day(request)
+        answer = metrics.metrics(board, days=days, today=today)
+    except ServiceError as exc:
+        response = error_response(exc)
+        for name, value in (auth.challenge(exc, request.headers) or {}).items():
+            response[name] = value
+        return response
+    return JsonResponse(answer, json_dumps_params={"ensure_ascii": False})
+
+
+def _day(request: HttpRequest) -> date | None:
+    raw = request.GET.get("today")
+    if not raw:
+        return None
+    try:
+        return date.fromisoformat(raw)
+    except ValueError:
+        raise InvalidInput("today: a date like 2026-11-20", details=[{"field": "today"}]) from None

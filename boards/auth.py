@@ -87,6 +87,11 @@ def authenticate_admin(headers: Mapping[str, str], board_slug: str) -> Board:
     return board
 
 
+def authenticate_reader(headers: Mapping[str, str], board_slug: str) -> Board:
+    """The board any of its valid tokens may read (metrics): agent or admin scope."""
+    return _token(headers, board_slug)[1]
+
+
 def _check_team_name(board: Board, agent: str) -> None:
     problem = agent_name_problem(agent)
     if problem is not None:

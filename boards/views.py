@@ -7,6 +7,7 @@ render and call one service per action.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import date
 from functools import wraps
 from typing import Any
 
@@ -21,7 +22,7 @@ from django.utils.html import escape
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.middleware import HtmxDetails
 
-from . import permissions, selectors, services
+from . import charts, metrics, permissions, selectors, services
 from .activity import SIGNALS
 from .errors import InvalidInput, NotFound, ServiceError, error_body
 from .models import Agent, AgentToken, Board, Membership, Priority, Role, Status, Task
@@ -567,3 +568,42 @@ def graph_json(request: HtmxHttpRequest, board: Board, role: Role) -> HttpRespon
     response = JsonResponse(data, json_dumps_params={"ensure_ascii": False})
     add_never_cache_headers(response)
     return response
+
+
+@require_GET
+@board_access("view")
+def metrics_page(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResponse:
+    """Flow metrics and cost, as charts with their numbers in tables (boards.metrics)."""
+    raw_days, raw_today = request.GET.get("days", ""), request.GET.get("today", "")
+    days = int(raw_days) if raw_days.isdigit() and 1 <= int(raw_days) <= metrics.DAYS_MAX else 30
+    try:
+        today = date.fromisoformat(raw_today) if raw_today else None
+    except ValueError:
+        today = None
+    data = metrics.metrics(board, days=days, today=today)
+    days_list = [d["day"] for d in data["throughput"]]
+    flow = data["cumulativeFlow"]
+    context = {
+        "board": board,
+        "m": data,
+        "days": days,
+        "throughput_chart": charts.bars(days_list, [d["completed"] for d in data["throughput"]]),
+        "cost_chart": charts.bars(days_list, [d["costUsd"] for d in data["cost"]["perDay"]]),
+        "lead_chart": charts.bars(
+            [b["bucket"] for b in data["leadTimeHours"]["histogram"]],
+            [b["count"] for b in data["leadTimeHours"]["histogram"]],
+        ),
+        "cycle_chart": charts.bars(
+            [b["bucket"] for b in data["cycleTimeHours"]["histogram"]],
+            [b["count"] for b in data["cycleTimeHours"]["histogram"]],
+        ),
+        "flow_chart": charts.lines(
+            days_list,
+            {
+                "created": [f["created"] for f in flow],
+                "started": [f["started"] for f in flow],
+                "completed": [f["completed"] for f in flow],
+            },
+        ),
+    }
+    return render(request, "boards/metrics.html", context)

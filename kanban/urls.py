@@ -32,6 +32,7 @@ urlpatterns = [
     path("boards/<slug:slug>/columns/<str:key>/", views.board_column, name="board-column"),
     path("boards/<slug:slug>/activity/", views.activity, name="activity"),
     path("boards/<slug:slug>/graph/", views.graph_page, name="graph"),
+    path("boards/<slug:slug>/metrics/", views.metrics_page, name="metrics"),
     path("boards/<slug:slug>/graph.json", views.graph_json, name="graph-json"),
     path("boards/<slug:slug>/webhooks/", views.webhook_list, name="webhooks"),
     path("boards/<slug:slug>/notify/", views.notify_post, name="notify"),
@@ -53,6 +54,7 @@ urlpatterns = [
     path("register", api.no_oauth),
     path("api/openapi.json", api.openapi, name="openapi"),
     path("api/boards/<slug:slug>/events", api.event_list, name="event-list"),
+    path("api/boards/<slug:slug>/metrics", api.board_metrics, name="metrics-api"),
     path("api/boards/<slug:slug>/tools", api.tool_list, name="tool-list"),
     path("api/boards/<slug:slug>/tools/<str:tool>", api.tool_call, name="tool-call"),
 ]
