@@ -1,10 +1,11 @@
-"""Flow metrics and cost of a board, computed in SQL from its event log, attempts and
-usage reports (read only).
+"""Flow metrics and cost of a board, computed in SQL (read only).
 
-Every status change an event records carries ``data.fields.status.to`` (claimed,
-status, approved, denied, reclaimed): arrivals into each status per day come from
-one grouped query over those events (index ``event_by_kind``), whatever the length
-of the history; distributions come from the tasks and attempts that finished.
+Arrivals into each status per day come from the board's flow days, which the unit of
+work counts from the events it records (every status change an event records
+carries ``data.fields.status.to``); migration 0011 counted the log that came before.
+Distributions read the durations kept when each task completed and each attempt
+ended; per-agent figures group the attempts and usage reports. None of it reads the
+event log, so it costs the same on any length of history.
 """
 
 from __future__ import annotations
@@ -14,15 +15,12 @@ from decimal import Decimal
 from statistics import median
 from typing import Any
 
-from django.db.models import Count, Q, Sum
-from django.db.models.fields.json import KT
+from django.db.models import Count, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
-from .models import Attempt, AttemptOutcome, Board, Event, Status, Task, Usage
+from .models import Attempt, AttemptOutcome, Board, FlowDay, Status, Task, Usage
 
-# The kinds whose events may change a task's status (each then says to what).
-STATUS_KINDS = ("status", "claimed", "approved", "denied", "reclaimed", "reassigned")
 DAYS_DEFAULT = 30
 DAYS_MAX = 366
 PERCENTILES = (50, 85, 95)
@@ -57,10 +55,6 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
 
 
-def _hours(start: datetime, end: datetime) -> float:
-    return (end - start).total_seconds() / 3600
-
-
 def metrics(board: Board, *, days: int = DAYS_DEFAULT, today: date | None = None) -> dict[str, Any]:
     """Throughput per day, lead and cycle time, a cumulative flow, per-agent figures and cost,
     over the last ``days`` days (UTC) up to ``today``."""
@@ -69,23 +63,27 @@ def metrics(board: Board, *, days: int = DAYS_DEFAULT, today: date | None = None
     start = datetime.combine(first, datetime.min.time(), tzinfo=UTC)
     day_list = [first + timedelta(days=n) for n in range(days)]
 
-    arrivals = _arrivals(board, start)
+    arrivals = _arrivals(board, first)
     throughput = [
         {"day": d.isoformat(), "completed": arrivals["daily"].get((d, Status.COMPLETED), 0)}
         for d in day_list
     ]
-    done_in_window = Task.objects.filter(
-        board=board, status=Status.COMPLETED, completed_at__gte=start
-    ).values_list("created_at", "completed_at")
-    lead = [_hours(c, f) for c, f in done_in_window if f is not None]
-    completed_attempts = [
-        (agent, started, ended)
-        for agent, started, ended in Attempt.objects.filter(
-            task__board=board, outcome=AttemptOutcome.COMPLETED, ended_at__gte=start
-        ).values_list("agent", "started_at", "ended_at")
-        if ended is not None
+    # Durations were kept when each task completed and each attempt ended: one number a row.
+    lead = [
+        seconds / 3600
+        for seconds in Task.objects.filter(
+            board=board, status=Status.COMPLETED, completed_at__gte=start
+        ).values_list("lead_seconds", flat=True)
+        if seconds is not None
     ]
-    cycle = [_hours(s, e) for _, s, e in completed_attempts]
+    completed_attempts = [
+        (agent, seconds / 3600)
+        for agent, seconds in Attempt.objects.filter(
+            task__board=board, outcome=AttemptOutcome.COMPLETED, ended_at__gte=start
+        ).values_list("agent", "seconds")
+        if seconds is not None
+    ]
+    cycle = [hours for _, hours in completed_attempts]
     return {
         "board": board.slug,
         "from": first.isoformat(),
@@ -100,41 +98,23 @@ def metrics(board: Board, *, days: int = DAYS_DEFAULT, today: date | None = None
     }
 
 
-def _arrivals(board: Board, start: datetime) -> dict[str, Any]:
-    """Arrivals into each status, per day in the window and in all before it."""
-    changes = Event.objects.filter(board=board, kind__in=STATUS_KINDS).exclude(
-        Q(data__fields__status__to__isnull=True)
-    )
-    daily_rows = (
-        changes.filter(created_at__gte=start)
-        .annotate(day=TruncDate("created_at"), to=KT("data__fields__status__to"))
-        .values("day", "to")
-        .order_by()
-        .annotate(n=Count("id"))
-    )
-    daily: dict[tuple[date, str], int] = {}
-    for row in daily_rows:
-        daily[(row["day"], row["to"])] = row["n"]
-    created = (
-        Event.objects.filter(board=board, kind="created", created_at__gte=start)
-        .annotate(day=TruncDate("created_at"))
-        .values("day")
-        .order_by()
-        .annotate(n=Count("id"))
-    )
-    for row in created:
-        daily[(row["day"], "created")] = row["n"]
-    before = {
-        row["to"]: row["n"]
-        for row in changes.filter(created_at__lt=start)
-        .annotate(to=KT("data__fields__status__to"))
-        .values("to")
-        .order_by()
-        .annotate(n=Count("id"))
+def _arrivals(board: Board, start_day: date) -> dict[str, Any]:
+    """Arrivals into each status (and creations), per day in the window and in all before
+    it: from the board's flow days (kept by the unit of work), a row per day and status."""
+    days = FlowDay.objects.filter(board=board)
+    daily = {
+        (day, status): count
+        for day, status, count in days.filter(day__gte=start_day).values_list(
+            "day", "status", "count"
+        )
     }
-    before["created"] = Event.objects.filter(
-        board=board, kind="created", created_at__lt=start
-    ).count()
+    before = {
+        row["status"]: row["n"]
+        for row in days.filter(day__lt=start_day)
+        .values("status")
+        .order_by()
+        .annotate(n=Sum("count"))
+    }
     return {"daily": daily, "before": before}
 
 
@@ -164,7 +144,7 @@ def _cumulative_flow(arrivals: dict[str, Any], day_list: list[date]) -> list[dic
 
 
 def _agents(
-    board: Board, start: datetime, completed: list[tuple[str, datetime, datetime]]
+    board: Board, start: datetime, completed: list[tuple[str, float]]
 ) -> list[dict[str, Any]]:
     """Per agent: completed, failed, timed out, median cycle time, success rate, cost."""
     outcomes: dict[str, dict[str, int]] = {}
@@ -178,8 +158,8 @@ def _agents(
     for row in rows:
         outcomes.setdefault(row["agent"], {})[row["outcome"]] = row["n"]
     cycles: dict[str, list[float]] = {}
-    for agent, started, ended in completed:
-        cycles.setdefault(agent, []).append(_hours(started, ended))
+    for agent, hours in completed:
+        cycles.setdefault(agent, []).append(hours)
     spent = {
         row["agent"]: row
         for row in Usage.objects.filter(board=board, created_at__gte=start)

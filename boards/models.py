@@ -128,6 +128,8 @@ class Task(models.Model):
     input_tokens = models.PositiveBigIntegerField(default=0)
     output_tokens = models.PositiveBigIntegerField(default=0)
     cost_usd = models.DecimalField(max_digits=16, decimal_places=6, default=0)
+    # Created → completed, kept when it completes: lead-time figures read one number a task.
+    lead_seconds = models.FloatField(null=True, blank=True)
 
     version = models.PositiveIntegerField(default=1)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -186,6 +188,8 @@ class Attempt(models.Model):
     input_tokens = models.PositiveBigIntegerField(default=0)
     output_tokens = models.PositiveBigIntegerField(default=0)
     cost_usd = models.DecimalField(max_digits=16, decimal_places=6, default=0)
+    # Started → ended, kept when it ends (cycle time).
+    seconds = models.FloatField(null=True, blank=True)
 
     class Meta:
         ordering = ["task", "n"]
@@ -458,3 +462,21 @@ class Usage(models.Model):
 
     def __str__(self) -> str:
         return f"{self.agent} on {self.task_number}: ${self.cost_usd}"
+
+
+class FlowDay(models.Model):
+    """Arrivals into each status (and creations) per board and day (UTC): the cumulative
+    flow and throughput, kept by the unit of work so metrics never scan the event log."""
+
+    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="flow_days")
+    day = models.DateField()
+    status = models.CharField(max_length=16)  # a Status, or "created"
+    count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["board", "day", "status"], name="flow_day_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.board_id} {self.day} {self.status}: {self.count}"

@@ -6,88 +6,79 @@ from __future__ import annotations
 from datetime import UTC, date, datetime
 
 import pytest
+from django.utils import timezone
 
 from boards import services
 from boards.metrics import metrics, percentile
-from boards.models import Attempt, Event, Task, Usage
-from tests.test_leases import lapse
 
 
 def at(day: int, hour: int, minute: int = 0) -> datetime:
     return datetime(2026, 11, day, hour, minute, tzinfo=UTC)
 
 
+class Clock:
+    """The history's clock: every timestamp the services write is read from it."""
+
+    def __init__(self) -> None:
+        self.now = at(16, 9)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
 @pytest.fixture
-def history(board, alice, bob):
-    for subject in ("Plan", "Build", "Test", "Later"):
-        alice.create(subject)
-    alice.call("TaskUpdate", {"taskId": "3", "parentId": "4"})
-    alice.call("TaskClaim", {"taskId": "1"})
-    alice.call("TaskUpdate", {"taskId": "1", "status": "completed", "usage": {"costUsd": 0.5}})
-    bob.call("TaskClaim", {"taskId": "2"})
-    bob.call("TaskUpdate", {"taskId": "2", "status": "failed"})
-    alice.call("TaskClaim", {"taskId": "3"})
-    lapse(board, 3)
+def history(board, alice, bob, monkeypatch):
+    clock = Clock()
+    monkeypatch.setattr(timezone, "now", clock)
+
+    def when(day: int, hour: int, minute: int = 0) -> None:
+        clock.now = at(day, hour, minute)
+
+    when(17, 12)
+    alice.create("Later")  # 1: before the window
+    when(18, 9)
+    alice.create("Plan")  # 2
+    when(18, 9, 30)
+    alice.create("Build")  # 3
+    when(18, 10)
+    alice.create("Test")  # 4
+    alice.call("TaskUpdate", {"taskId": "4", "parentId": "1"})
+    day = {"leaseSeconds": 86_400}  # agents that work for hours hold a long lease
+    alice.call("TaskClaim", {"taskId": "2", **day})
+    when(18, 13)
+    done = alice.call(
+        "TaskUpdate", {"taskId": "2", "status": "completed", "usage": {"costUsd": 0.5}}
+    )
+    assert done.status == 200, done.body
+    when(19, 8)
+    alice.call("TaskClaim", {"taskId": "4"})  # the default 15-minute lease
+    when(19, 9)  # alice went quiet: her 15-minute lease lapsed at 8:15
     assert services.leases_sweep() == 1
-    bob.call("TaskClaim", {"taskId": "3"})
-    bob.call("TaskUpdate", {"taskId": "3", "status": "completed", "usage": {"costUsd": 0.25}})
-    # The clock of that history, event by event (seq order), then tasks, attempts, usage.
-    times = {
-        "board_created": at(16, 9),
-        ("created", 1): at(18, 9),
-        ("created", 2): at(18, 9, 30),
-        ("created", 3): at(18, 10),
-        ("created", 4): at(17, 12),  # before the window
-        ("updated", 3): at(18, 10, 30),
-        ("claimed", 1): at(18, 10),
-        ("status", 1): at(18, 13),
-        ("claimed", 2): at(19, 9),
-        ("status", 2): at(19, 10),
-        ("reclaimed", 3): at(19, 9),
-        ("status", 3): at(20, 10),
-    }
-    claims_of_3 = iter([at(19, 8), at(20, 8)])
-    for event in Event.objects.filter(board=board).order_by("seq"):
-        if event.kind == "board_created":
-            when = times["board_created"]
-        elif (event.kind, event.task_number) == ("claimed", 3):
-            when = next(claims_of_3)
-        else:
-            when = times[(event.kind, event.task_number)]
-        Event.objects.filter(pk=event.pk).update(created_at=when)
-    Task.objects.filter(number=1).update(created_at=at(18, 9), completed_at=at(18, 13))
-    Task.objects.filter(number=2).update(created_at=at(18, 9, 30), completed_at=at(19, 10))
-    Task.objects.filter(number=3).update(created_at=at(18, 10), completed_at=at(20, 10))
-    Task.objects.filter(number=4).update(created_at=at(17, 12))
-    spans = {
-        (1, 1): (18, 10, 18, 13),
-        (2, 1): (19, 9, 19, 10),
-        (3, 1): (19, 8, 19, 9),
-        (3, 2): (20, 8, 20, 10),
-    }
-    for (number, n), (d1, h1, d2, h2) in spans.items():
-        Attempt.objects.filter(task__number=number, n=n).update(
-            started_at=at(d1, h1), ended_at=at(d2, h2)
-        )
-    Usage.objects.filter(task_number=1).update(created_at=at(18, 13))
-    Usage.objects.filter(task_number=3).update(created_at=at(20, 10))
+    bob.call("TaskClaim", {"taskId": "3", **day})
+    when(19, 10)
+    bob.call("TaskUpdate", {"taskId": "3", "status": "failed"})
+    when(20, 8)
+    bob.call("TaskClaim", {"taskId": "4", **day})
+    when(20, 10)
+    bob.call("TaskUpdate", {"taskId": "4", "status": "completed", "usage": {"costUsd": 0.25}})
+    monkeypatch.undo()
     return board
 
 
 def test_metrics_of_a_scripted_history_are_the_numbers_worked_out_by_hand(history):
     m = metrics(history, days=3, today=date(2026, 11, 20))
     assert (m["from"], m["to"]) == ("2026-11-18", "2026-11-20")
-    # #1 completed on the 18th, #3 on the 20th.
+    # #2 completed on the 18th, #4 on the 20th.
     assert [d["completed"] for d in m["throughput"]] == [1, 0, 1]
-    # Lead: #1 9:00 → 13:00 = 4 h; #3 18th 10:00 → 20th 10:00 = 48 h (nearest rank).
+    # Lead: #2 9:00 → 13:00 = 4 h; #4 18th 10:00 → 20th 10:00 = 48 h (nearest rank).
     lead = m["leadTimeHours"]
     assert (lead["count"], lead["p50"], lead["p85"], lead["p95"]) == (2, 4.0, 48.0, 48.0)
     assert [b["count"] for b in lead["histogram"]] == [0, 1, 0, 1, 0, 0]
-    # Cycle: the completed attempts, #1 by alice 3 h, #3 by bob 2 h.
+    # Cycle: the attempts that completed, #2 by alice 3 h, #4 by bob 2 h.
     cycle = m["cycleTimeHours"]
     assert (cycle["count"], cycle["p50"], cycle["p85"]) == (2, 2.0, 3.0)
-    # Cumulative arrivals: #4 was created before the window; in it #1–#3 on the 18th;
-    # started: #1 (18th), #2 and #3 by alice (19th), #3 by bob (20th); completed #1, #3.
+    # Cumulative arrivals: #1 was created before the window, #2–#4 on the 18th; started:
+    # #2 (18th), #4 by alice and #3 by bob (19th), #4 by bob (20th); completed #2, #4.
     assert [(f["created"], f["started"], f["completed"]) for f in m["cumulativeFlow"]] == [
         (4, 1, 1),
         (4, 3, 1),
@@ -118,7 +109,7 @@ def test_metrics_of_a_scripted_history_are_the_numbers_worked_out_by_hand(histor
     }
     cost = m["cost"]
     assert [d["costUsd"] for d in cost["perDay"]] == [0.5, 0.0, 0.25]
-    assert cost["perParent"] == [{"taskId": "4", "costUsd": 0.25}]
+    assert cost["perParent"] == [{"taskId": "1", "costUsd": 0.25}]
     assert (cost["totalUsd"], cost["budgetUsd"]) == (0.75, None)
 
 

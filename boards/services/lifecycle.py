@@ -154,6 +154,9 @@ def set_status(work: Work, task: Task, status: str) -> dict[str, Any]:
         task.failures = 0  # a person's retry: the task gets its attempts back
     task.status = status
     task.completed_at = work.now if status in TERMINAL_STATUSES else None
+    task.lead_seconds = (
+        (work.now - task.created_at).total_seconds() if status == Status.COMPLETED else None
+    )
     if reopened:
         diff.update(_clear_approval(work, task, "reopened"))
     return diff
@@ -347,8 +350,14 @@ def settle(
 
 
 def _end_attempt(work: Work, task: Task, outcome: str) -> None:
-    Attempt.objects.filter(task=task, n=task.attempts, ended_at=None).update(
-        ended_at=work.now, outcome=outcome, result=task.result, notes=task.notes
+    running = Attempt.objects.filter(task=task, n=task.attempts, ended_at=None)
+    started = running.values_list("started_at", flat=True).first()
+    running.update(
+        ended_at=work.now,
+        outcome=outcome,
+        result=task.result,
+        notes=task.notes,
+        seconds=(work.now - started).total_seconds() if started else None,
     )
     if outcome in FAILED_OUTCOMES:
         task.failures += 1

@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from .. import events
 from ..errors import InvalidInput, NotFound
-from ..models import Board, Event, Task
+from ..models import Board, Event, FlowDay, Task
 from ..selectors import cycle_through, derive_flags, parse_task_id
 from . import outbox
 
@@ -143,6 +144,27 @@ class Work:
                 if field:
                     setattr(self.board, field, max(0, getattr(self.board, field) + delta))
 
+    def _count_flow(self) -> None:
+        """Today's arrivals into each status (and creations): the board's flow metrics."""
+        tally: dict[str, int] = {}
+        for event in self.events:
+            key: str | None
+            if event.kind == "created":
+                key = "created"
+            else:
+                change = (event.data.get("fields") or {}).get("status")
+                key = change.get("to") if isinstance(change, dict) else None
+            if key:
+                tally[key] = tally.get(key, 0) + 1
+        day = self.now.date()
+        for status, n in tally.items():
+            # The board's row is locked: no other writer counts this board's day.
+            counted = FlowDay.objects.filter(board=self.board, day=day, status=status).update(
+                count=F("count") + n
+            )
+            if not counted:
+                FlowDay.objects.create(board=self.board, day=day, status=status, count=n)
+
     def _store_flags(self) -> None:
         """Re-derive blocked / stuck for the rechecked tasks, store the ones that changed,
         and report blocked flips of tasks the call did not change itself."""
@@ -190,6 +212,7 @@ class Work:
         for number, failures in sorted(self.attention.items()):
             self.record("needs_attention", number, failures=failures)
         Event.objects.bulk_create(self.events)
+        self._count_flow()
         outbox.record(self.board, self.events)
         Board.objects.filter(pk=self.board.pk).update(
             last_seq=self.board.last_seq,
