@@ -55,6 +55,7 @@ def make_history(slug: str, tasks: int = 20_000, events: int = 200_000, days: in
         rows = []
         for i in range(tasks):
             created = now - timedelta(seconds=rng.randrange(days * 86400))
+            finished = created + timedelta(seconds=rng.randrange(1, 86400))
             rows.append(
                 Task(
                     board=board,
@@ -64,11 +65,11 @@ def make_history(slug: str, tasks: int = 20_000, events: int = 200_000, days: in
                     owner=f"agent-{i % 20}",
                     created_at=created,
                     updated_at=created,
-                    completed_at=created + timedelta(seconds=rng.randrange(1, 86400)),
+                    completed_at=finished,
+                    lead_seconds=(finished - created).total_seconds(),
                     attempts=1,
                 )
             )
-            rows[-1].lead_seconds = (rows[-1].completed_at - created).total_seconds()
         Task.objects.bulk_create(rows, batch_size=2000)
         made = Task.objects.filter(board=board, number__gt=start).values_list(
             "pk", "number", "owner", "created_at", "completed_at"
@@ -78,6 +79,7 @@ def make_history(slug: str, tasks: int = 20_000, events: int = 200_000, days: in
         seq = board.last_seq
         per_task = max(1, (events - tasks) // tasks)
         for pk, number, owner, created, completed in made:
+            assert completed is not None
             attempts.append(
                 Attempt(
                     task_id=pk,
