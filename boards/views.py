@@ -265,6 +265,7 @@ def token_list(request: HtmxHttpRequest, board: Board, role: Role) -> HttpRespon
                 board=board,
                 agent=request.POST.get("agent", ""),
                 team=request.POST.get("team") in ("1", "on", "true"),
+                admin=request.POST.get("admin") in ("1", "on", "true"),
                 created_by=_person(request),
             )
         except ServiceError as exc:
@@ -360,7 +361,9 @@ def board_settings(request: HtmxHttpRequest, board: Board, role: Role) -> HttpRe
     """The board's work settings: lease length, attempts before a person looks, WIP limits."""
     error = ""
     if request.method == "POST":
-        values: dict[str, int | None] = {}
+        values: dict[str, Any] = {}
+        budget = request.POST.get("budgetUsd", "").strip().lstrip("$")
+        values["budgetUsd"] = budget or None  # the service checks it (dollars, or empty)
         for public in services.BOARD_SETTINGS:
             raw = request.POST.get(public, "").strip()
             if not raw:

@@ -124,3 +124,36 @@ def test_the_budget_refuses_the_claim_after_the_spend_that_crossed_it(alice, bob
     assert alice.call("TaskUpdate", {"taskId": "1", "usage": usage(0.1)}).status == 200
     services.board_settings(board=board, actor="pat", budgetUsd=5)
     assert alice.call("TaskClaim", {"taskId": "3"}).status == 200
+
+
+def test_people_set_the_budget_and_see_the_spend_on_the_board_and_cards(
+    alice, board, person_client
+):
+    alice.create("Research")
+    alice.call("TaskClaim", {"taskId": "1"})
+    alice.call("TaskUpdate", {"taskId": "1", "usage": usage(0.5, 1200, 300)})
+    page = person_client.get("/boards/team/").content.decode()
+    assert "$0.50 spent" in page
+    assert 'title="1200 input and 300 output tokens reported">$0.50</span>' in page
+    saved = person_client.post("/boards/team/settings/", {"maxAttempts": "3", "budgetUsd": "$0.40"})
+    assert saved.status_code == 302
+    board.refresh_from_db()
+    assert board.budget_usd == Decimal("0.40")
+    assert (
+        "$0.50 of $0.40 · budget spent: claims stopped"
+        in person_client.get("/boards/team/").content.decode()
+    )
+    refused = person_client.post(
+        "/boards/team/settings/", {"maxAttempts": "3", "budgetUsd": "lots"}
+    )
+    assert refused.status_code == 400 and "budgetUsd" in refused.content.decode()
+    person_client.post("/boards/team/settings/", {"maxAttempts": "3", "budgetUsd": ""})
+    board.refresh_from_db()
+    assert board.budget_usd is None
+
+
+def test_an_admin_issues_an_admin_scoped_token_on_the_tokens_page(board, person_client):
+    person_client.post("/boards/team/tokens/", {"admin": "1"})
+    page = person_client.get("/boards/team/tokens/").content.decode()
+    assert "admin scope (event log)" in page
+    assert board.tokens.get().scope == "admin"

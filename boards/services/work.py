@@ -226,9 +226,7 @@ class Work:
             self.events,
             self.touched,
             reset=self.reset,
-            header=self.reset
-            or events.changes_header(self.events)
-            or (self.spent and self.board.budget_usd is not None),
+            header=self.reset or events.changes_header(self.events) or self.spent,
         )
 
 
