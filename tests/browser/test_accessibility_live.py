@@ -44,6 +44,20 @@ def open_shortcuts(page: Page, tasks: Populated) -> None:
     expect(page.get_by_role("dialog", name="Keyboard shortcuts")).to_be_visible()
 
 
+def open_notifications(page: Page, tasks: Populated) -> None:
+    page.click("#notify summary")
+    expect(page.locator("#notify-kinds")).to_be_visible()
+
+
+def add_endpoint(page: Page, tasks: Populated) -> None:
+    """An endpoint with a test event queued: the page shows its secret and deliveries."""
+    page.fill("input[name=url]", "https://hooks.example.invalid/kanban")
+    page.click("[data-add-webhook] button[type=submit]")
+    expect(page.locator("[data-new-secret]")).to_be_visible()
+    page.locator("[data-webhook] button[value=test]").first.click()
+    expect(page.locator("[data-delivery]").first).to_be_visible()
+
+
 @dataclass(frozen=True)
 class Checked:
     """A page to check: ``path`` with ``{board}`` for the board's slug."""
@@ -82,6 +96,12 @@ PAGES = [
     Checked("members", "/boards/{board}/members/"),
     Checked("settings", "/boards/{board}/settings/"),
     Checked("settings in the dark", "/boards/{board}/settings/", color_scheme="dark"),
+    Checked("board's notifications", "/boards/{board}/", prepare=open_notifications),
+    Checked("activity", "/boards/{board}/activity/"),
+    Checked("activity on a phone", "/boards/{board}/activity/", screen=PHONE_SIZE),
+    Checked("webhooks", "/boards/{board}/webhooks/", prepare=add_endpoint),
+    Checked("metrics", "/boards/{board}/metrics/"),
+    Checked("metrics in the dark", "/boards/{board}/metrics/", color_scheme="dark"),
 ]
 
 
