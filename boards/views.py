@@ -610,3 +610,44 @@ def metrics_page(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResp
         ),
     }
     return render(request, "boards/metrics.html", context)
+
+
+CONNECT_TOKEN_KEY = "kanban:connect-token"  # noqa: S105 - a session key, not a secret
+
+
+@board_access("tokens")
+def connect_agent(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResponse:
+    """ "Connect an agent": issue a token and copy-ready setup for the common clients,
+    with this board's addresses filled in, and the instructions agents follow."""
+    error = ""
+    if request.method == "POST":
+        try:
+            raw = services.token_issue(
+                board=board,
+                agent=request.POST.get("agent", ""),
+                team=request.POST.get("team") in ("1", "on", "true"),
+                created_by=_person(request),
+            )
+        except ServiceError as exc:
+            error = exc.message
+        else:
+            request.session[CONNECT_TOKEN_KEY] = {
+                "board": board.pk,
+                "token": raw,
+                "team": request.POST.get("team") in ("1", "on", "true"),
+            }
+            return redirect("connect", slug=board.slug)
+    shown = request.session.pop(CONNECT_TOKEN_KEY, None)
+    issued = shown if shown and shown.get("board") == board.pk else None
+    context = {
+        "board": board,
+        "error": error,
+        "token": issued["token"] if issued else "",
+        "team": bool(issued and issued["team"]),
+        "mcp_url": request.build_absolute_uri(f"/mcp/{board.slug}/"),
+        "api_url": request.build_absolute_uri(f"/api/boards/{board.slug}/tools/"),
+        "tools_url": request.build_absolute_uri(f"/api/boards/{board.slug}/tools"),
+    }
+    response = render(request, "boards/connect.html", context, status=400 if error else 200)
+    add_never_cache_headers(response)
+    return response

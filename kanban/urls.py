@@ -28,6 +28,7 @@ urlpatterns = [
         name="token-revoke",
     ),
     path("boards/<slug:slug>/members/", views.member_list, name="members"),
+    path("boards/<slug:slug>/connect/", views.connect_agent, name="connect"),
     path("boards/<slug:slug>/settings/", views.board_settings, name="board-settings"),
     path("boards/<slug:slug>/columns/<str:key>/", views.board_column, name="board-column"),
     path("boards/<slug:slug>/activity/", views.activity, name="activity"),

@@ -74,6 +74,8 @@ DOORS = [
         {"action": "add", "url": "https://example.com/hook", "kinds": "all"},
     ),
     Door("events", "get", "/api/boards/team/events", ok=200),
+    Door("tokens", "get", "/boards/team/connect/", ok=200),
+    Door("tokens", "post", "/boards/team/connect/", {"agent": "carol"}),
 ]
 
 

@@ -101,6 +101,7 @@ PAGES = [
     Checked("activity on a phone", "/boards/{board}/activity/", screen=PHONE_SIZE),
     Checked("webhooks", "/boards/{board}/webhooks/", prepare=add_endpoint),
     Checked("metrics", "/boards/{board}/metrics/"),
+    Checked("connect an agent", "/boards/{board}/connect/"),
     Checked("metrics in the dark", "/boards/{board}/metrics/", color_scheme="dark"),
 ]
 
