@@ -78,6 +78,7 @@ def mcp_tools() -> list[types.Tool]:
                 title=hints.title,
                 description=schemas.TOOL_DESCRIPTIONS[name],
                 input_schema=schemas.input_schema(name),
+                output_schema=schemas.output_schema(name),
                 annotations=types.ToolAnnotations(
                     title=hints.title,
                     read_only_hint=hints.read_only,

@@ -18,6 +18,8 @@ from pydantic import (
     ValidationError,
 )
 
+from .answers import TOOL_ANSWERS
+
 LONG_TEXT = 100_000
 
 
@@ -457,12 +459,18 @@ def input_schema(name: str) -> dict[str, Any]:
     return strict_schema(TOOL_INPUTS[name].model_json_schema())
 
 
+def output_schema(name: str) -> dict[str, Any]:
+    """The JSON Schema of the tool's answer (boards.answers), as clients validate it."""
+    return strict_schema(TOOL_ANSWERS[name].model_json_schema(by_alias=True))
+
+
 def definition(
     name: str,
     description: str,
     schema: dict[str, Any],
     fmt: str,
     hints: Hints | None = None,
+    output: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One tool in Anthropic's ``{name, description, input_schema}`` shape or as OpenAI's
     function; the annotations ride along where the format has room for them."""
@@ -475,13 +483,22 @@ def definition(
     if hints is not None:
         tool["title"] = hints.title
         tool["annotations"] = hints.as_dict()
+    if output is not None:
+        tool["output_schema"] = output
     return tool
 
 
 def tool_definitions(fmt: str = "anthropic") -> list[dict[str, Any]]:
     """Every tool as Anthropic's ``{name, description, input_schema}`` or OpenAI's function."""
     return [
-        definition(name, TOOL_DESCRIPTIONS[name], input_schema(name), fmt, TOOL_HINTS[name])
+        definition(
+            name,
+            TOOL_DESCRIPTIONS[name],
+            input_schema(name),
+            fmt,
+            TOOL_HINTS[name],
+            output_schema(name),
+        )
         for name in TOOL_INPUTS
     ]
 

@@ -9,7 +9,7 @@ import pytest
 from django.test import Client
 from jsonschema import Draft202012Validator
 
-from boards import schemas
+from boards import schemas, services
 from tests.factories import make_token
 
 WELL_KNOWN = [
@@ -103,3 +103,61 @@ def test_the_http_tool_listing_carries_the_hints(board):
     tools = {t["name"]: t for t in response.json()["tools"]}
     assert tools["TaskGet"]["annotations"]["readOnlyHint"] is True
     assert tools["TaskBatch"]["title"] == "Apply many changes at once"
+
+
+@pytest.mark.django_db(transaction=True)  # TaskWatch reads from its own thread
+def test_every_answer_is_valid_under_its_tools_output_schema(alice, bob, board):
+    """A scenario that calls every tool (and the answers' variants): each answer validates."""
+    validators = {
+        name: Draft202012Validator(schemas.output_schema(name)) for name in schemas.TOOL_INPUTS
+    }
+    for validator in validators.values():
+        Draft202012Validator.check_schema(validator.schema)
+    answers: list[tuple[str, dict]] = []
+
+    def call(agent, tool: str, body: dict) -> dict:
+        reply = agent.call(tool, body)
+        assert reply.status in (200, 202), (tool, reply.body)
+        answers.append((tool, reply.body))
+        return reply.body
+
+    call(alice, "TaskCreate", {"subject": "Plan", "metadata": {"k": 1}})
+    call(
+        alice,
+        "TaskBatch",
+        {
+            "ops": [
+                {"op": "create", "ref": "a", "subject": "Build", "blockedBy": ["1"]},
+                {"op": "create", "subject": "Gate", "requiresApproval": True},
+                {"op": "update", "taskId": "1", "notes": "n", "usage": {"costUsd": 0.1}},
+            ]
+        },
+    )
+    call(alice, "TaskClaim", {"taskId": "1"})
+    call(alice, "TaskClaim", {"taskId": "3"})  # 202, awaiting approval
+    call(alice, "TaskHeartbeat", {"taskId": "1", "usage": {"inputTokens": 5}})
+    call(alice, "TaskHeartbeat", {})
+    call(alice, "TaskUpdate", {"taskId": "1", "activeForm": "Planning"})
+    call(alice, "TaskGet", {"taskId": "2"})
+    call(alice, "TaskList", {})
+    call(alice, "TaskList", {"detail": True, "limit": 1})
+    call(alice, "TaskList", {"format": "text"})
+    call(alice, "TaskWatch", {"taskId": "2", "timeoutSeconds": 0})
+    call(alice, "TaskReassign", {"taskId": "1", "owner": "bob"})
+    call(bob, "TaskUpdate", {"taskId": "1", "status": "completed", "result": "done"})
+    call(bob, "TaskRequestApproval", {"taskId": "2", "reason": "touches prod"})
+    services.message_send(board=board, sender="pat", recipient="alice", body="hi", task_id="2")
+    call(alice, "InboxRead", {"ack": True})
+    call(bob, "TaskClaim", {})  # claim-next: #2 waits for approval, nothing is ready
+    call(bob, "TaskUpdate", {"taskId": "2", "status": "deleted"})
+    assert {tool for tool, _ in answers} == set(schemas.TOOL_INPUTS)
+    for tool, body in answers:
+        errors = sorted(validators[tool].iter_errors(body), key=str)
+        assert not errors, (tool, [e.message for e in errors[:3]], body)
+
+
+def test_the_listings_carry_output_schemas(board):
+    token = make_token(board, "alice")
+    listed = Client().get("/api/boards/team/tools", headers={"Authorization": f"Bearer {token}"})
+    for tool in listed.json()["tools"]:
+        assert tool["output_schema"] == schemas.output_schema(tool["name"])

@@ -129,6 +129,8 @@ async def test_initialize_and_list_tools(live: Live) -> None:
         hints = schemas.TOOL_HINTS[tool.name]
         assert tool.description == schemas.TOOL_DESCRIPTIONS[tool.name]
         assert tool.input_schema == schemas.input_schema(tool.name)
+        # The SDK's client validates each structured answer against it (every call below).
+        assert tool.output_schema == schemas.output_schema(tool.name)
         assert tool.title == hints.title
         assert tool.annotations is not None
         assert tool.annotations.read_only_hint is hints.read_only
