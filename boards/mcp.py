@@ -116,6 +116,149 @@ async def call_tool(
     return _result(answer.body)
 
 
+# -- resources and prompts ------------------------------------------------------------------
+
+RESOURCE_SCHEME = "kanban"
+TASK_URI = re.compile(r"^kanban://(?P<slug>[-a-zA-Z0-9_]+)/tasks/(?P<id>\d{1,9})$")
+
+
+def _uri(caller: auth.Caller, path: str) -> str:
+    return f"{RESOURCE_SCHEME}://{caller.board.slug}/{path}"
+
+
+def _resources(caller: auth.Caller) -> list[types.Resource]:
+    return [
+        types.Resource(
+            uri=_uri(caller, "summary"),
+            name="summary",
+            title="The board at a glance",
+            description="Counts, the tasks ready to claim, your tasks and your unread messages.",
+            mime_type="text/plain",
+        ),
+        types.Resource(
+            uri=_uri(caller, "inbox"),
+            name="inbox",
+            title="Your unread messages from people",
+            description="Reading it does not mark them read (InboxRead with ack does).",
+            mime_type="application/json",
+        ),
+    ]
+
+
+async def _answer(caller: auth.Caller, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return (await tools.call(caller, tool, arguments, seed_dialects=False)).body
+
+
+async def board_summary(caller: auth.Caller) -> str:
+    """The summary resource: what an agent wants to know before it calls anything."""
+    ready = await _answer(caller, "TaskList", {"view": "ready", "format": "text", "limit": 20})
+    mine = await _answer(
+        caller, "TaskList", {"view": "in_progress", "owner": caller.agent, "format": "text"}
+    )
+    inbox = await _answer(caller, "InboxRead", {"ack": False})
+    counts = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in ready["counts"].items())
+    lines = [
+        f"Board {caller.board.name!r} ({caller.board.slug}); you are {caller.agent!r}.",
+        f"Counts: {counts}.",
+        f"Ready to claim ({ready['total']}):",
+        ready["text"] or "  (none)",
+        f"Yours in progress ({mine['total']}):",
+        mine["text"] or "  (none)",
+        f"Unread messages from people: {len(inbox['messages'])}.",
+    ]
+    for message in inbox["messages"][:5]:
+        about = f" about #{message['taskId']}" if message["taskId"] else ""
+        lines.append(f"  {message['from']}{about}: {message['body'][:200]}")
+    return "\n".join(lines)
+
+
+async def read_resource(caller: auth.Caller, uri: str) -> types.ReadResourceResult:
+    def text(body: str, mime: str) -> types.ReadResourceResult:
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=uri, mime_type=mime, text=body)]
+        )
+
+    try:
+        if uri == _uri(caller, "summary"):
+            return text(await board_summary(caller), "text/plain")
+        if uri == _uri(caller, "inbox"):
+            inbox = await _answer(caller, "InboxRead", {"ack": False})
+            return text(json.dumps(inbox, ensure_ascii=False), "application/json")
+        match = TASK_URI.match(uri)
+        if match and match["slug"] == caller.board.slug:
+            task = await _answer(caller, "TaskGet", {"taskId": match["id"]})
+            return text(json.dumps(task, ensure_ascii=False), "application/json")
+    except ServiceError as exc:
+        raise MCPError(types.INVALID_PARAMS, exc.message) from exc
+    raise MCPError(
+        types.INVALID_PARAMS, f"Unknown resource {uri[:120]!r}; resources/list names them"
+    )
+
+
+PROMPTS = [
+    types.Prompt(
+        name="work-next-task",
+        title="Work the next ready task",
+        description="Claim the next ready task, do it, report as you go, and complete it.",
+    ),
+    types.Prompt(
+        name="plan-goal",
+        title="Plan a goal as one TaskBatch",
+        description="Break a goal into tasks with their order, created in one TaskBatch.",
+        arguments=[
+            types.PromptArgument(
+                name="goal", description="What the team should achieve.", required=True
+            )
+        ],
+    ),
+]
+
+WORK_NEXT = """Work the next task on the board:
+1. Call TaskClaim without a taskId: it claims the ready task of highest priority. If it answers
+   "No task is ready to claim", read the board summary resource and stop.
+2. If the answer says awaitingApproval, a person must approve first: call TaskWatch on that task
+   (again each time it answers timedOut: true) and continue once it is approved; stop if denied.
+3. Do the work the task's subject, description and prompt ask for. While you work, call TaskUpdate
+   with activeForm (what you are doing now) and notes; report what the work cost in usage
+   ({{"inputTokens", "outputTokens", "costUsd", "model"}}). Any call keeps your claim alive.
+4. Finish with TaskUpdate status "completed" and a result a person can read; if you cannot finish,
+   status "failed" with notes saying why.
+5. Check InboxRead for messages from people before you take the next task.
+You are {agent} on the board {board}."""
+
+PLAN_GOAL = """Plan this goal for the team on the board {board}: {goal}
+
+Make one TaskBatch call with an op "create" per concrete step: an imperative subject, a
+description, and a prompt with full instructions for whoever does it. Give each op a ref
+("r1", "r2", …) and express ordering with blockedBy (refs of the steps that must complete first),
+never in the text. Group sub-steps under a parent step with parentId. Mark steps a person must
+approve before they start with requiresApproval: true, and urgent ones with priority. Then read
+the answer's operations for the new ids and check TaskList view "ready" shows the first steps."""
+
+
+async def get_prompt(
+    caller: auth.Caller, name: str, arguments: dict[str, str]
+) -> types.GetPromptResult:
+    board = f"{caller.board.name!r} ({caller.board.slug})"
+    if name == "work-next-task":
+        text = WORK_NEXT.format(agent=repr(caller.agent), board=board)
+    elif name == "plan-goal":
+        goal = (arguments.get("goal") or "").strip()
+        if not goal:
+            raise MCPError(types.INVALID_PARAMS, "plan-goal needs the argument goal")
+        text = PLAN_GOAL.format(board=board, goal=goal[:4000])
+    else:
+        raise MCPError(
+            types.INVALID_PARAMS, f"Unknown prompt {name[:80]!r}; prompts/list names them"
+        )
+    return types.GetPromptResult(
+        description=next(p.description for p in PROMPTS if p.name == name),
+        messages=[
+            types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))
+        ],
+    )
+
+
 def build_server(caller: auth.Caller) -> Server[Any]:
     """An MCP server serving the canonical tools to one authenticated caller."""
 
@@ -135,6 +278,38 @@ def build_server(caller: auth.Caller) -> Server[Any]:
             )
         return await call_tool(caller, params.name, params.arguments or {})
 
+    async def on_list_resources(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=_resources(caller))
+
+    async def on_list_resource_templates(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        template = types.ResourceTemplate(
+            uri_template=_uri(caller, "tasks/{id}"),
+            name="task",
+            title="A task",
+            description="One task as TaskGet answers it (JSON).",
+            mime_type="application/json",
+        )
+        return types.ListResourceTemplatesResult(resource_templates=[template])
+
+    async def on_read_resource(
+        ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        return await read_resource(caller, str(params.uri))
+
+    async def on_list_prompts(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListPromptsResult:
+        return types.ListPromptsResult(prompts=PROMPTS)
+
+    async def on_get_prompt(
+        ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
+        return await get_prompt(caller, params.name, dict(params.arguments or {}))
+
     board = caller.board
     return Server(
         "agent-kanban",
@@ -149,6 +324,11 @@ def build_server(caller: auth.Caller) -> Server[Any]:
         get_tool_input_schema=_input_schema,
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
+        on_list_resources=on_list_resources,
+        on_list_resource_templates=on_list_resource_templates,
+        on_read_resource=on_read_resource,
+        on_list_prompts=on_list_prompts,
+        on_get_prompt=on_get_prompt,
     )
 
 

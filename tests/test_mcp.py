@@ -38,9 +38,9 @@ def run(*args, **options):
     call_command(*args, stdout=out, **options)
     return out.getvalue().strip().splitlines()[-1]
 
-for slug in ("tools", "flow", "errors", "team", "other", "modern"):
+for slug in ("tools", "flow", "errors", "team", "other", "modern", "res"):
     run("createboard", slug)
-tokens = {slug: run("issuetoken", slug, "alice") for slug in ("tools", "flow", "errors", "other", "modern")}
+tokens = {slug: run("issuetoken", slug, "alice") for slug in ("tools", "flow", "errors", "other", "modern", "res")}
 tokens["team"] = run("issuetoken", "team", "agents", team=True)
 tokens["revoked"] = run("issuetoken", "errors", "mallory")
 revoked = AgentToken.objects.get(token_hash=hash_token(tokens["revoked"]))
@@ -294,3 +294,48 @@ async def test_modern_protocol_without_handshake(live: Live) -> None:
         assert created["task"]["createdBy"] == "alice"
         missing = payload(await client.call_tool("TaskGet", {"taskId": "42"}), error=True)
         assert missing["error"]["code"] == "task_not_found"
+
+
+async def test_resources_summarise_the_board_and_read_tasks_and_the_inbox(live: Live) -> None:
+    async with session(live.url("res"), live.tokens["res"]) as client:
+        await call(client, "TaskCreate", {"subject": "Write the schema"})
+        await call(client, "TaskCreate", {"subject": "Write tests", "blockedBy": ["1"]})
+        await call(client, "TaskCreate", {"subject": "Docs"})
+        await call(client, "TaskClaim", {"taskId": "3"})
+        listed = await client.list_resources()
+        assert [str(r.uri) for r in listed.resources] == [
+            "kanban://res/summary",
+            "kanban://res/inbox",
+        ]
+        templates = await client.list_resource_templates()
+        assert [t.uri_template for t in templates.resource_templates] == ["kanban://res/tasks/{id}"]
+
+        summary = (await client.read_resource("kanban://res/summary")).contents[0]
+        assert summary.mime_type == "text/plain"
+        assert "you are 'alice'" in summary.text
+        assert "Ready to claim (1):\n#1. [ ] Write the schema" in summary.text
+        assert "Yours in progress (1):\n#3. [>] Docs" in summary.text
+        assert "Unread messages from people: 0." in summary.text
+        task = json.loads((await client.read_resource("kanban://res/tasks/2")).contents[0].text)
+        assert task["task"]["readiness"]["movable"] == ["1"]
+        inbox = json.loads((await client.read_resource("kanban://res/inbox")).contents[0].text)
+        assert inbox == {"messages": [], "acknowledged": False, "unreadMessages": 0}
+        for wrong in ("kanban://res/tasks/99", "kanban://other/summary", "file:///etc/passwd"):
+            with pytest.raises(MCPError):
+                await client.read_resource(wrong)
+
+
+async def test_prompts_work_the_next_task_and_plan_a_goal(live: Live) -> None:
+    async with session(live.url("res"), live.tokens["res"]) as client:
+        prompts = (await client.list_prompts()).prompts
+        assert [p.name for p in prompts] == ["work-next-task", "plan-goal"]
+        work = await client.get_prompt("work-next-task")
+        text = work.messages[0].content.text
+        assert "TaskClaim without a taskId" in text and "You are 'alice'" in text
+        plan = await client.get_prompt("plan-goal", {"goal": "Ship the billing page"})
+        assert "Ship the billing page" in plan.messages[0].content.text
+        assert "one TaskBatch" in plan.messages[0].content.text
+        with pytest.raises(MCPError):
+            await client.get_prompt("plan-goal", {})
+        with pytest.raises(MCPError):
+            await client.get_prompt("dance")
