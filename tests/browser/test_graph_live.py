@@ -1,6 +1,7 @@
 """The dependency graph page in Chromium (issue 16): the SVG holds one node per task in
 scope and one edge per dependency (as graph.json says), follows an agent's changes
-without a reload, and opens the task's details.
+without a reload, opens the task's details, and lays out 1,000 open tasks (the slow
+benchmark test prints the figure).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from typing import Any
 import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Page, expect
+
+from boards.management.commands.bench import GRAPH_FIGURES_JS, graph_plan
 
 from .conftest import Agent, BoardPages, assert_not_reloaded, mark_document
 
@@ -242,3 +245,23 @@ def test_axe_finds_no_serious_or_critical_violation_on_the_graph(pages: BoardPag
     results = Axe().run(page)
     blocking = [v for v in results.response["violations"] if v["impact"] in ("serious", "critical")]
     assert not blocking, results.generate_report()
+
+
+@pytest.mark.slow
+def test_a_thousand_open_tasks_are_laid_out_and_drawn(pages: BoardPages):
+    agent = pages.live_board.agent("planner")
+    ops = graph_plan(1000)
+    for start in range(0, len(ops), 500):
+        agent.ok("TaskBatch", {"ops": ops[start : start + 500]})
+    page = pages.open()
+    page.set_viewport_size({"width": 1440, "height": 900})
+    page.goto(f"{pages.live_board.url}graph/")
+    page.wait_for_selector("svg#graph[data-rendered-ms]", state="attached", timeout=60_000)
+    figures = page.evaluate(GRAPH_FIGURES_JS)
+    edges = sum(len(op["blockedBy"]) for op in ops)
+    print(
+        f"\ngraph: 1000 open tasks, {edges} edges: rendered {figures['rendered']} ms after "
+        f"navigation start (dagre {figures['layout']} ms)"
+    )
+    assert figures["nodes"] == 1000
+    assert figures["edges"] == edges

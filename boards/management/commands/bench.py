@@ -8,7 +8,9 @@ Starts daphne on a fresh SQLite database in a temporary directory, then:
 * board page render time at 100 / 1,000 / 5,000 tasks;
 * ``--scale``: the same calls on a 1,000- and a 20,000-task board (mostly finished
   history) in one run, each call's p50 on one keep-alive connection and the ratio
-  between the two boards, plus the board page's time and size.
+  between the two boards, plus the board page's time and size;
+* ``--graph``: the dependency graph page with 1,000 open tasks (``graph_plan``), from
+  navigation start to the SVG laid out and painted in Chromium, p50 of 3 loads.
 
 Prints a table and writes the figures as JSON (``--out``).
 """
@@ -60,12 +62,55 @@ OBSERVER_JS = """
 """
 
 
+# What graph.js stamps on the drawn SVG (the times from navigation start).
+GRAPH_FIGURES_JS = """
+(() => {
+  const svg = document.getElementById("graph");
+  return {rendered: +svg.dataset.renderedMs, layout: +svg.dataset.layoutMs,
+          nodes: +svg.dataset.nodes, edges: +svg.dataset.edges};
+})()
+"""
+
 # Set on the servers bench starts: adds the baseline routes (boards.benchtools).
 BENCH_ENV = {"KANBAN_BENCH": "1"}
 
 
 def rss_mb(cluster: Cluster, index: int) -> float:
     return round(cluster.servers[index].rss_kib() / 1024, 1)
+
+
+def graph_plan(size: int) -> list[dict[str, Any]]:
+    """TaskBatch creates for ``size`` open tasks on a fresh board, shaped like planned work:
+    features of 25 tasks, six layers of four and a last task, each waiting on one or two
+    tasks of the layer before (about 1.5 dependencies a task); three features in four
+    also wait on the one before, so the graph has parts of 100 tasks, 28 ranks deep.
+
+    Creates name their task ``t<number>`` (the board's own number on a fresh board):
+    blockers in the same batch of 500 go by that ref, earlier ones by number.
+    """
+    ops: list[dict[str, Any]] = []
+    for number in range(1, size + 1):
+        feature, index = divmod(number - 1, 25)
+        layer = index // 4
+        blockers: list[int] = []
+        if layer == 0:
+            if feature % 4 and index == 0:
+                blockers.append(feature * 25)  # the feature before's last task
+        else:
+            first = feature * 25 + (layer - 1) * 4 + 1
+            blockers.append(first + index % 4)
+            if index % 4 != 3:
+                blockers.append(first + (index + 1) % 4)
+        batch_start = (number - 1) // 500 * 500 + 1
+        ops.append(
+            {
+                "op": "create",
+                "ref": f"t{number}",
+                "subject": f"Feature {feature + 1} step {index + 1}",
+                "blockedBy": [f"t{b}" if b >= batch_start else str(b) for b in blockers],
+            }
+        )
+    return ops
 
 
 def percentile(values: list[float], pct: float) -> float:
@@ -110,6 +155,12 @@ class Command(BaseCommand):
         )
         parser.add_argument("--scale-sizes", default="1000,20000")
         parser.add_argument("--scale-calls", type=int, default=100)
+        parser.add_argument(
+            "--graph",
+            action="store_true",
+            help="only the graph page: open tasks laid out and drawn in Chromium",
+        )
+        parser.add_argument("--graph-tasks", type=int, default=1000)
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["quick"]:
@@ -126,6 +177,14 @@ class Command(BaseCommand):
             with tempfile.TemporaryDirectory() as tmp:
                 results["scale"] = self.scale(Path(tmp), options)
             self.report_scale(results["scale"])
+            Path(options["out"]).write_text(json.dumps(results, indent=2))
+            self.stdout.write(f"\nwrote {options['out']}")
+            return
+        if options["graph"]:
+            self.check_extras({"pg"})
+            with tempfile.TemporaryDirectory() as tmp:
+                results["graph"] = self.graph(Path(tmp), options["graph_tasks"])
+            self.report_graph(results["graph"])
             Path(options["out"]).write_text(json.dumps(results, indent=2))
             self.stdout.write(f"\nwrote {options['out']}")
             return
@@ -686,6 +745,53 @@ class Command(BaseCommand):
                 f"  {key.replace('page_kb', 'KB'):<26}{scale['p50_ms'][small][key]:>12}"
                 f"{scale['p50_ms'][big][key]:>13}"
             )
+
+    # -- the graph page (--graph) ------------------------------------------------------
+
+    def graph(self, workdir: Path, size: int, loads: int = 3) -> dict[str, Any]:
+        """Navigation start → graph.json fetched, laid out by dagre, drawn as SVG and
+        painted (graph.js stamps ``data-rendered-ms`` on the SVG after the next frame)."""
+        from playwright.sync_api import sync_playwright
+
+        cluster = Cluster(workdir / "graph", env=BENCH_ENV)
+        try:
+            base = cluster.start()
+            self.make_user(cluster)
+            agent = self.board(cluster, "graph")
+            ops = graph_plan(size)
+            for start in range(0, len(ops), 500):
+                status, body = agent.call("TaskBatch", {"ops": ops[start : start + 500]})
+                assert status == 200, body
+            edges = sum(len(op["blockedBy"]) for op in ops)
+            samples: list[dict[str, float]] = []
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=CHROMIUM_PATH, args=CHROMIUM_ARGS)
+                context = browser.new_context(viewport={"width": 1440, "height": 900})
+                self.login(context, cluster)
+                page = context.new_page()
+                for _ in range(loads):
+                    page.goto(f"{base}/boards/graph/graph/")
+                    page.wait_for_selector("svg#graph[data-rendered-ms]", state="attached")
+                    samples.append(page.evaluate(GRAPH_FIGURES_JS))
+                browser.close()
+        finally:
+            cluster.stop()
+        assert all(s["nodes"] == size and s["edges"] == edges for s in samples), samples
+        return {
+            "tasks": size,
+            "edges": edges,
+            "loads": loads,
+            "rendered_ms_p50": statistics.median(s["rendered"] for s in samples),
+            "layout_ms_p50": statistics.median(s["layout"] for s in samples),
+            "rendered_ms": [s["rendered"] for s in samples],
+        }
+
+    def report_graph(self, graph: dict[str, Any]) -> None:
+        self.stdout.write(
+            f"graph: {graph['tasks']} open tasks, {graph['edges']} edges, layout+render "
+            f"{graph['rendered_ms_p50']:.0f} ms (p50 of {graph['loads']} loads; dagre "
+            f"{graph['layout_ms_p50']:.0f} ms of it)"
+        )
 
     def report(self, results: dict[str, Any]) -> None:
         for name, run in (
