@@ -1027,11 +1027,13 @@ def graph(board: Board, scope: str = "open", around: int | None = None) -> dict[
     truncated = len(rows) > GRAPH_MAX_NODES
     rows = rows[:GRAPH_MAX_NODES]
     number_of = {pk: number for pk, number, *_ in rows}
+    # One side in SQL, the other here: both as IN lists, SQLite probes every pair.
     edges = [
         (number_of[blocker], number_of[task])
-        for task, blocker in Dependency.objects.filter(
-            task_id__in=list(number_of), blocker_id__in=list(number_of)
-        ).values_list("task_id", "blocker_id")
+        for task, blocker in Dependency.objects.filter(task_id__in=list(number_of)).values_list(
+            "task_id", "blocker_id"
+        )
+        if blocker in number_of
     ]
     open_numbers = {number for _, number, _, status, *_ in rows if status not in TERMINAL_STATUSES}
     critical = _longest_chain(
