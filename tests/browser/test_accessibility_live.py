@@ -102,6 +102,7 @@ PAGES = [
     Checked("webhooks", "/boards/{board}/webhooks/", prepare=add_endpoint),
     Checked("metrics", "/boards/{board}/metrics/"),
     Checked("connect an agent", "/boards/{board}/connect/"),
+    Checked("graph", "/boards/{board}/graph/?scope=all"),
     Checked("metrics in the dark", "/boards/{board}/metrics/", color_scheme="dark"),
 ]
 
