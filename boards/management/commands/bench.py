@@ -646,9 +646,26 @@ class Command(BaseCommand):
                     status, body = agent.call("TaskBatch", {"ops": ops[start : start + 480]})
                     assert status == 200, body
                 boards[size] = (agent, size + 1)
+            # Weeks of history for the metrics page: 20,000 finished tasks, 200,000 events.
+            self.board(cluster, "history")
+            cluster.manage(
+                "makehistory",
+                "history",
+                "--tasks",
+                str(sizes[-1]),
+                "--events",
+                str(10 * sizes[-1]),
+                timeout=600,
+            )
             cookie = session_cookie(base, "bench", "bench-pass-1")
             figures = {
                 size: self._scale_calls(base, *boards[size], calls, cookie) for size in sizes
+            }
+            metrics_ms = {
+                f"{sizes[0]} tasks, fresh": self._metrics_p50(base, f"scale{sizes[0]}", cookie),
+                f"{sizes[-1]} tasks, {10 * sizes[-1]} events": self._metrics_p50(
+                    base, "history", cookie
+                ),
             }
         finally:
             cluster.stop()
@@ -656,6 +673,7 @@ class Command(BaseCommand):
         return {
             "sizes": sizes,
             "calls": calls,
+            "metrics_p50_ms": metrics_ms,
             "p50_ms": {str(size): figures[size] for size in sizes},
             "growth": {
                 name: round(figures[big][name] / figures[small][name], 2)
@@ -725,6 +743,19 @@ class Command(BaseCommand):
         row["page_kb TaskList default"] = round(len(listed) / 1024, 1)
         return row
 
+    def _metrics_p50(self, base: str, slug: str, cookie: str, loads: int = 15) -> float:
+        """p50 of the metrics API (30 days) for a logged-in person, in ms."""
+        request = urllib.request.Request(
+            f"{base}/api/boards/{slug}/metrics?days=30", headers={"Cookie": cookie}
+        )
+        samples = []
+        for _ in range(loads):
+            start = time.perf_counter()
+            with urllib.request.urlopen(request, timeout=60) as response:
+                response.read()
+            samples.append((time.perf_counter() - start) * 1000)
+        return round(statistics.median(samples), 1)
+
     def report_scale(self, scale: dict[str, Any]) -> None:
         small, big = (str(n) for n in (scale["sizes"][0], scale["sizes"][-1]))
         self.stdout.write(
@@ -745,6 +776,8 @@ class Command(BaseCommand):
                 f"  {key.replace('page_kb', 'KB'):<26}{scale['p50_ms'][small][key]:>12}"
                 f"{scale['p50_ms'][big][key]:>13}"
             )
+        for name, value in scale.get("metrics_p50_ms", {}).items():
+            self.stdout.write(f"  metrics API, {name}: {value} ms (p50 of 15)")
 
     # -- the graph page (--graph) ------------------------------------------------------
 
