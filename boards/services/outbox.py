@@ -186,9 +186,18 @@ def drain(webhook_id: int) -> int:
             )
     finally:
         Webhook.objects.filter(pk=webhook_id).update(busy_until=None)
+    if again_at is None and _due(webhook_id):
+        # Recorded while this run held the endpoint: that write's sender found it taken.
+        again_at = timezone.now()
     if again_at is not None:
         _enqueue([webhook_id], run_after=again_at if again_at > timezone.now() else None)
     return sent
+
+
+def _due(webhook_id: int) -> bool:
+    return Delivery.objects.filter(
+        webhook_id=webhook_id, status=DeliveryStatus.PENDING, next_attempt_at__lte=timezone.now()
+    ).exists()
 
 
 def attempt(hook: Webhook, delivery: Delivery) -> bool:
