@@ -10,6 +10,7 @@ event log, so it costs the same on any length of history.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from statistics import median
@@ -26,25 +27,33 @@ DAYS_MAX = 366
 PERCENTILES = (50, 85, 95)
 
 
-def percentile(values: list[float], p: int) -> float | None:
+def percentile(values: list[float], p: int, *, ordered: bool = False) -> float | None:
     """The nearest-rank percentile (a value that occurred), or None for no values."""
     if not values:
         return None
-    ordered = sorted(values)
-    rank = max(1, -(-p * len(ordered) // 100))  # ceil(p/100 × n)
-    return ordered[rank - 1]
+    ranked = values if ordered else sorted(values)
+    rank = max(1, -(-p * len(ranked) // 100))  # ceil(p/100 × n)
+    return ranked[rank - 1]
+
+
+BUCKETS = [1, 4, 24, 72, 168]  # upper bounds in hours; the last bucket is open
+BUCKET_LABELS = ["≤ 1 h", "1–4 h", "4–24 h", "1–3 d", "3–7 d", "> 7 d"]
 
 
 def distribution(hours: list[float]) -> dict[str, Any]:
     """A duration distribution in hours: count, percentiles, and a histogram."""
-    buckets = [1, 4, 24, 72, 168]  # upper bounds in hours; the last bucket is open
-    counts = [0] * (len(buckets) + 1)
-    for h in hours:
-        counts[next((i for i, b in enumerate(buckets) if h <= b), len(buckets))] += 1
-    labels = ["≤ 1 h", "1–4 h", "4–24 h", "1–3 d", "3–7 d", "> 7 d"]
+    ordered = sorted(hours)
+    counts = []
+    below = 0
+    for bound in BUCKETS:
+        upto = bisect_right(ordered, bound)
+        counts.append(upto - below)
+        below = upto
+    counts.append(len(ordered) - below)
+    labels = BUCKET_LABELS
     return {
         "count": len(hours),
-        **{f"p{p}": _round(percentile(hours, p)) for p in PERCENTILES},
+        **{f"p{p}": _round(percentile(ordered, p, ordered=True)) for p in PERCENTILES},
         "histogram": [
             {"bucket": label, "count": n} for label, n in zip(labels, counts, strict=True)
         ],
@@ -73,14 +82,18 @@ def metrics(board: Board, *, days: int = DAYS_DEFAULT, today: date | None = None
         seconds / 3600
         for seconds in Task.objects.filter(
             board=board, status=Status.COMPLETED, completed_at__gte=start
-        ).values_list("lead_seconds", flat=True)
+        )
+        .order_by()  # (the model's ordering would sort every row for nothing)
+        .values_list("lead_seconds", flat=True)
         if seconds is not None
     ]
     completed_attempts = [
         (agent, seconds / 3600)
         for agent, seconds in Attempt.objects.filter(
             task__board=board, outcome=AttemptOutcome.COMPLETED, ended_at__gte=start
-        ).values_list("agent", "seconds")
+        )
+        .order_by()
+        .values_list("agent", "seconds")
         if seconds is not None
     ]
     cycle = [hours for _, hours in completed_attempts]
