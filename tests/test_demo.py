@@ -8,6 +8,7 @@ the board's own approve action. Then it checks the board the team left behind.
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -59,6 +60,15 @@ def tool(base: str, token: str, name: str, body: dict[str, Any]) -> dict[str, An
     status, answer = call(base, SLUG, token, name, body, agent="observer", timeout=10)
     assert status == 200, (name, status, answer)
     return answer
+
+
+def tool_get(base: str, token: str, what: str) -> dict[str, Any]:
+    """A board's read-only API (``/api/boards/<slug>/<what>``) with the token."""
+    request = urllib.request.Request(
+        f"{base}/api/boards/{SLUG}/{what}", headers={"Authorization": f"Bearer {token}"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())
 
 
 class Person:
@@ -184,6 +194,15 @@ def test_demo_team_works_the_plan_through_the_api(server: tuple[Cluster, str, st
     assert gated_now["owner"] == requester
     assert gated_now["result"]
     assert MESSAGE in gated_now["notes"], "the worker did not read its inbox into the notes"
+
+    # Every finished step reported what it cost: the board's metrics and costs are not empty.
+    for task in tasks.values():
+        if task["status"] in ("completed", "failed"):
+            assert task["usage"]["costUsd"] > 0 and task["usage"]["inputTokens"] > 0, task
+    metrics = tool_get(base, token, "metrics")
+    assert metrics["cost"]["totalUsd"] > 0
+    assert sum(d["completed"] for d in metrics["throughput"]) >= 1
+    assert any(a["costUsd"] > 0 for a in metrics["agents"])
 
     # What it printed: one line per action, the message, and a summary matching the board.
     assert re.search(rf"^{requester}\s+asked for approval to start #{gated['id']} ", text, re.M)

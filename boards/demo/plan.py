@@ -337,3 +337,23 @@ def outcome_for(seed: int, task: dict[str, Any]) -> tuple[bool, float]:
     step = STEPS.get(key)
     estimate = step.estimate if step else 3.0
     return fails, estimate * rng.uniform(0.6, 1.4)
+
+
+# The simulated model's price per token (US dollars), for the usage the demo reports.
+DEMO_MODEL = "demo-model-1"
+PRICE_IN, PRICE_OUT = 3e-6, 15e-6
+
+
+def usage_for(seed: int, task: dict[str, Any], seconds: float) -> dict[str, Any]:
+    """The tokens and cost a simulated worker reports for a step: about 2,000 input and
+    300 output tokens a second of work, decided by the seed and the task alone."""
+    key = (task.get("metadata") or {}).get("ref") or f"task-{task['id']}"
+    rng = random.Random(f"usage/{key}/{seed}")
+    tokens_in = int(seconds * 2000 * rng.uniform(0.7, 1.3)) + 500
+    tokens_out = int(seconds * 300 * rng.uniform(0.7, 1.3)) + 50
+    return {
+        "inputTokens": tokens_in,
+        "outputTokens": tokens_out,
+        "costUsd": round(tokens_in * PRICE_IN + tokens_out * PRICE_OUT, 6),
+        "model": DEMO_MODEL,
+    }

@@ -23,7 +23,7 @@ from typing import Any
 
 from boards import liveserver
 
-from .plan import PLAN, PLAN_SUBJECT, STEPS, outcome_for, plan_ops
+from .plan import PLAN, PLAN_SUBJECT, STEPS, outcome_for, plan_ops, usage_for
 
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 DEAD = frozenset({"failed", "cancelled"})
@@ -350,6 +350,8 @@ class Worker:
         number, subject = task["id"], task["subject"]
         fails, seconds = outcome_for(self.team.seed, task)
         fails = fails and task.get("attempt", 1) <= 1  # a retried step goes through
+        # What the work cost, as a real worker reports it (at the demo's own speed 1).
+        usage = usage_for(self.team.seed, task, seconds)
         seconds /= self.team.speed
         active = task.get("activeForm") or f"Working on: {subject}"
         self.notes.insert(0, f"{self.name} started: {active.lower()}.")
@@ -385,6 +387,7 @@ class Worker:
                     "result": result,
                     "notes": sent,
                     "expectedVersion": version,
+                    "usage": usage,
                 },
             )
             if reply.status == 200:
