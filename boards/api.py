@@ -20,10 +20,31 @@ from django.views.decorators.http import require_GET
 
 from . import auth, dialects, metrics, permissions, schemas, selectors, tools
 from .errors import InvalidInput, PayloadTooLarge, ServiceError, error_body
+from .models import Board
 
 
 def error_response(exc: ServiceError) -> JsonResponse:
     return JsonResponse(error_body(exc), status=exc.status)
+
+
+def refused(exc: ServiceError, request: HttpRequest) -> JsonResponse:
+    """The §4 error answer, with ``WWW-Authenticate`` when a token was missing or wrong."""
+    response = error_response(exc)
+    for name, value in (auth.challenge(exc, request.headers) or {}).items():
+        response[name] = value
+    return response
+
+
+def _reader(request: HttpRequest, slug: str, action: str, *, admin_token: bool) -> Board:
+    """The board a read-only API call may read: by token (an admin-scoped one when
+    ``admin_token``), else as the logged-in person whose role allows ``action``."""
+    if "Authorization" in request.headers or not request.user.is_authenticated:
+        if admin_token:
+            return auth.authenticate_admin(request.headers, slug)
+        return auth.authenticate_reader(request.headers, slug)
+    board = selectors.board_get(slug)
+    permissions.check(request.user, board, action)
+    return board
 
 
 def parse_body(request: HttpRequest) -> Any:
@@ -69,10 +90,7 @@ async def tool_call(request: HttpRequest, slug: str, tool: str) -> JsonResponse:
         tools.lookup(tool)  # an unknown tool is a 404, whatever its body
         answer = await tools.call(caller, tool, parse_body(request))
     except ServiceError as exc:
-        response = error_response(exc)
-        for name, value in (auth.challenge(exc, request.headers) or {}).items():
-            response[name] = value
-        return response
+        return refused(exc, request)
     return JsonResponse(
         answer.body, status=answer.status, safe=False, json_dumps_params={"ensure_ascii": False}
     )
@@ -154,11 +172,7 @@ def event_list(request: HttpRequest, slug: str) -> JsonResponse:
     """``GET /api/boards/<slug>/events?after=<seq>&limit=``: the event log, oldest first
     after ``seq``, for the board's admins (logged in) and admin-scoped tokens."""
     try:
-        if "Authorization" in request.headers or not request.user.is_authenticated:
-            board = auth.authenticate_admin(request.headers, slug)
-        else:
-            board = selectors.board_get(slug)
-            permissions.check(request.user, board, "events")
+        board = _reader(request, slug, "events", admin_token=True)
         after = _whole(request, "after", 0, 0, 2**62)
         limit = _whole(request, "limit", 100, 1, selectors.ACTIVITY_MAX)
         task = request.GET.get("taskId")
@@ -171,10 +185,7 @@ def event_list(request: HttpRequest, slug: str) -> JsonResponse:
             limit=limit,
         )
     except ServiceError as exc:
-        response = error_response(exc)
-        for name, value in (auth.challenge(exc, request.headers) or {}).items():
-            response[name] = value
-        return response
+        return refused(exc, request)
     board.refresh_from_db(fields=["last_seq"])
     return JsonResponse(
         {
@@ -191,19 +202,12 @@ def board_metrics(request: HttpRequest, slug: str) -> JsonResponse:
     """``GET /api/boards/<slug>/metrics?days=30``: flow metrics and cost (boards.metrics),
     for the board's members (logged in) and any token of the board."""
     try:
-        if "Authorization" in request.headers or not request.user.is_authenticated:
-            board = auth.authenticate_reader(request.headers, slug)
-        else:
-            board = selectors.board_get(slug)
-            permissions.check(request.user, board, "view")
+        board = _reader(request, slug, "view", admin_token=False)
         days = _whole(request, "days", metrics.DAYS_DEFAULT, 1, metrics.DAYS_MAX)
         today = _day(request)
         answer = metrics.metrics(board, days=days, today=today)
     except ServiceError as exc:
-        response = error_response(exc)
-        for name, value in (auth.challenge(exc, request.headers) or {}).items():
-            response[name] = value
-        return response
+        return refused(exc, request)
     return JsonResponse(answer, json_dumps_params={"ensure_ascii": False})
 
 

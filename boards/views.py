@@ -251,6 +251,21 @@ def board_reset_post(request: HtmxHttpRequest, board: Board, role: Role) -> Http
     return redirect("board", slug=board.slug)
 
 
+def _checked(request: HtmxHttpRequest, name: str) -> bool:
+    return request.POST.get(name) in ("1", "on", "true")
+
+
+def _issue_token(request: HtmxHttpRequest, board: Board, *, admin: bool | None = None) -> str:
+    """A token from the posted form (agent name, team, admin scope), issued by this person."""
+    return services.token_issue(
+        board=board,
+        agent=request.POST.get("agent", ""),
+        team=_checked(request, "team"),
+        admin=_checked(request, "admin") if admin is None else admin,
+        created_by=_person(request),
+    )
+
+
 NEW_TOKEN_KEY = "kanban:new-token"  # noqa: S105 - a session key, not a secret
 
 
@@ -261,13 +276,7 @@ def token_list(request: HtmxHttpRequest, board: Board, role: Role) -> HttpRespon
     error = ""
     if request.method == "POST":
         try:
-            raw = services.token_issue(
-                board=board,
-                agent=request.POST.get("agent", ""),
-                team=request.POST.get("team") in ("1", "on", "true"),
-                admin=request.POST.get("admin") in ("1", "on", "true"),
-                created_by=_person(request),
-            )
+            raw = _issue_token(request, board)
         except ServiceError as exc:
             error = exc.message
         else:
@@ -622,19 +631,14 @@ def connect_agent(request: HtmxHttpRequest, board: Board, role: Role) -> HttpRes
     error = ""
     if request.method == "POST":
         try:
-            raw = services.token_issue(
-                board=board,
-                agent=request.POST.get("agent", ""),
-                team=request.POST.get("team") in ("1", "on", "true"),
-                created_by=_person(request),
-            )
+            raw = _issue_token(request, board, admin=False)
         except ServiceError as exc:
             error = exc.message
         else:
             request.session[CONNECT_TOKEN_KEY] = {
                 "board": board.pk,
                 "token": raw,
-                "team": request.POST.get("team") in ("1", "on", "true"),
+                "team": _checked(request, "team"),
             }
             return redirect("connect", slug=board.slug)
     shown = request.session.pop(CONNECT_TOKEN_KEY, None)
