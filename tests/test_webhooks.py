@@ -239,3 +239,10 @@ def test_each_attempt_refuses_an_address_that_is_this_servers_loopback(settings,
         "refused: the endpoint is this server's own loopback address"
     )
     assert receiver.received == []
+
+
+def test_the_event_log_shows_an_endpoint_by_host_only(board, receiver):
+    hook, _ = add(board, "https://hooks.slack.example/services/T000/B000/secret-part")
+    services.webhook_remove(board=board, actor="pat", webhook_id=hook)
+    urls = [e.data["url"] for e in Event.objects.filter(kind="webhook")]
+    assert urls == ["https://hooks.slack.example/…"] * 2

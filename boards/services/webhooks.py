@@ -10,6 +10,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Iterable
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.db import transaction
 from django.utils import timezone
@@ -22,6 +23,14 @@ from .work import unit_of_work
 
 WEBHOOKS_PER_BOARD = 20
 TEST_SIGNAL = "test"
+
+
+def shown_url(url: str) -> str:
+    """An endpoint as the event log (read by every member) shows it: scheme and host only.
+    The path of many endpoints is their credential (a Slack incoming-webhook URL is)."""
+    parts = urlsplit(url)
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{parts.hostname}{port}/…"
 
 
 def _kinds(kinds: Iterable[str], field: str = "kinds") -> list[str]:
@@ -51,7 +60,7 @@ def webhook_add(
         hook = Webhook.objects.create(
             board=work.board, url=url, kinds=chosen, slack=slack, secret=secret, created_by=actor
         )
-        work.record("webhook", None, action="added", url=url, kinds=chosen or ["all"])
+        work.record("webhook", None, action="added", url=shown_url(url), kinds=chosen or ["all"])
     return hook, secret
 
 
@@ -87,7 +96,7 @@ def webhook_change(
             return None
         Webhook.objects.filter(pk=hook.pk).update(**changes)
         what = "secret rotated" if secret else ("resumed" if active else "paused")
-        work.record("webhook", None, action=what, url=hook.url)
+        work.record("webhook", None, action=what, url=shown_url(hook.url))
     if active:
         outbox.wake([hook.pk])
     return secret
@@ -97,7 +106,7 @@ def webhook_remove(*, board: Board, actor: str, webhook_id: Any) -> None:
     with unit_of_work(board, actor, person=True) as work:
         hook = _hook(work.board, webhook_id)
         hook.delete()
-        work.record("webhook", None, action="removed", url=hook.url)
+        work.record("webhook", None, action="removed", url=shown_url(hook.url))
 
 
 def webhook_test(*, board: Board, actor: str, webhook_id: Any) -> Delivery:
