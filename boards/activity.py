@@ -34,7 +34,8 @@ DEFAULT_NOTIFY = (APPROVAL_REQUESTED, FAILED, RECLAIMED, NEEDS_ATTENTION)
 STATUS_NAMES = dict(Status.choices)
 
 
-def _status_to(data: dict[str, Any]) -> str | None:
+def status_to(data: dict[str, Any]) -> str | None:
+    """The status an event's change went to (``data.fields.status.to``), or None."""
     change = (data.get("fields") or {}).get("status")
     return change.get("to") if isinstance(change, dict) else None
 
@@ -49,7 +50,7 @@ def signal_of(kind: str, data: dict[str, Any]) -> str | None:
         return RECLAIMED
     if kind == "needs_attention":
         return NEEDS_ATTENTION
-    to = _status_to(data)
+    to = status_to(data)
     if to == Status.FAILED:
         return FAILED
     if to == Status.COMPLETED:
@@ -66,7 +67,7 @@ def describe(kind: str, number: int | None, actor: str, data: dict[str, Any]) ->
     """One sentence a person reads: "#12 moved to Completed by worker-2"."""
     task = f"#{number}" if number is not None else "The board"
     by = f" by {actor}" if actor else ""
-    to = _status_to(data)
+    to = status_to(data)
     if kind == "created":
         return f"{task} “{data.get('subject', '')}” created{by}"
     if kind == "status" and to:

@@ -7,7 +7,7 @@ the dependency edges in another, everything derived in Python.
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -885,12 +885,15 @@ def notify_kinds(board: Board, user: Any) -> list[str]:
     return list(DEFAULT_NOTIFY) if kinds is None else list(kinds)
 
 
-def webhooks_with_deliveries(board: Board, recent: int = 10) -> list[Webhook]:
+def webhooks_with_deliveries(board: Board, recent: int = 10) -> Sequence[Webhook]:
     """The board's endpoints, each with its most recent deliveries (``recent_deliveries``)."""
-    hooks = list(Webhook.objects.filter(board=board).order_by("id"))
-    for hook in hooks:
+    hooks = list(
+        Webhook.objects.filter(board=board)
+        .annotate(pending_count=Count("deliveries", filter=Q(deliveries__status="pending")))
+        .order_by("id")
+    )
+    for hook in hooks:  # at most WEBHOOKS_PER_BOARD endpoints: one short read each
         hook.recent_deliveries = list(hook.deliveries.order_by("-id")[:recent])  # type: ignore[attr-defined]
-        hook.pending_count = hook.deliveries.filter(status="pending").count()  # type: ignore[attr-defined]
     return hooks
 
 

@@ -27,7 +27,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
@@ -90,19 +90,32 @@ def record(board: Board, events: Iterable[Event]) -> None:
         payload = event_payload(board, event, signal, task_summary(view) if view else None)
         for hook in hooks:
             if not hook.kinds or signal in hook.kinds:
-                rows.append(
-                    Delivery(
-                        webhook=hook,
-                        seq=event.seq,
-                        signal=signal,
-                        payload=payload,
-                        next_attempt_at=now,
-                        created_at=now,
-                    )
-                )
+                rows.append(delivery(hook.pk, event.seq, signal, payload, now))
     if rows:
         Delivery.objects.bulk_create(rows)
         wake({row.webhook_id for row in rows})
+
+
+def delivery(
+    webhook_id: int, seq: int | None, signal: str, payload: dict[str, Any], now: datetime
+) -> Delivery:
+    """A new delivery, due now (unsaved)."""
+    return Delivery(
+        webhook_id=webhook_id,
+        seq=seq,
+        signal=signal,
+        payload=payload,
+        next_attempt_at=now,
+        created_at=now,
+    )
+
+
+def queue(webhook_id: int, seq: int | None, signal: str, payload: dict[str, Any]) -> Delivery:
+    """Queue one delivery at the end of its endpoint's queue (a test, a redelivery)."""
+    row = delivery(webhook_id, seq, signal, payload, timezone.now())
+    row.save()
+    wake([webhook_id])
+    return row
 
 
 def event_payload(board: Board, event: Event, signal: str, task: dict | None) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from ..activity import SIGNALS
 from ..errors import InvalidInput, NotFound
-from ..models import Board, Delivery, DeliveryStatus, Event, Subscription, Webhook
+from ..models import Board, Delivery, Event, Subscription, Webhook
 from . import outbox
 from .work import unit_of_work
 
@@ -118,16 +118,7 @@ def webhook_test(*, board: Board, actor: str, webhook_id: Any) -> Delivery:
         event.created_at = now
         payload = outbox.event_payload(board, event, TEST_SIGNAL, None)
         payload["event"]["seq"] = None  # not in the board's log
-        delivery = Delivery.objects.create(
-            webhook=hook,
-            seq=None,
-            signal=TEST_SIGNAL,
-            payload=payload,
-            next_attempt_at=now,
-            created_at=now,
-        )
-        outbox.wake([hook.pk])
-    return delivery
+        return outbox.queue(hook.pk, None, TEST_SIGNAL, payload)
 
 
 def delivery_redeliver(*, board: Board, actor: str, delivery_id: Any) -> Delivery:
@@ -140,18 +131,7 @@ def delivery_redeliver(*, board: Board, actor: str, delivery_id: Any) -> Deliver
         original = Delivery.objects.filter(pk=pk, webhook__board=board).first()
         if original is None:
             raise NotFound(f"Delivery {delivery_id} not found", code="delivery_not_found")
-        now = timezone.now()
-        copy = Delivery.objects.create(
-            webhook_id=original.webhook_id,
-            seq=original.seq,
-            signal=original.signal,
-            payload=original.payload,
-            status=DeliveryStatus.PENDING,
-            next_attempt_at=now,
-            created_at=now,
-        )
-        outbox.wake([original.webhook_id])
-    return copy
+        return outbox.queue(original.webhook_id, original.seq, original.signal, original.payload)
 
 
 def subscription_set(*, board: Board, user: Any, kinds: Iterable[str]) -> list[str]:

@@ -19,6 +19,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from .. import events
+from ..activity import status_to
 from ..errors import InvalidInput, NotFound
 from ..models import Board, Event, FlowDay, Task
 from ..selectors import cycle_through, derive_flags, parse_task_id
@@ -148,12 +149,7 @@ class Work:
         """Today's arrivals into each status (and creations): the board's flow metrics."""
         tally: dict[str, int] = {}
         for event in self.events:
-            key: str | None
-            if event.kind == "created":
-                key = "created"
-            else:
-                change = (event.data.get("fields") or {}).get("status")
-                key = change.get("to") if isinstance(change, dict) else None
+            key = "created" if event.kind == "created" else status_to(event.data)
             if key:
                 tally[key] = tally.get(key, 0) + 1
         day = self.now.date()
