@@ -37,10 +37,12 @@ from __future__ import annotations
 import json
 import logging
 import re
+import time
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+import anyio
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from channels.db import database_sync_to_async
 from django.conf import settings
@@ -52,7 +54,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.exceptions import MCPError
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from . import auth, schemas, tools
 from .edge import body_limit, expected_origins
@@ -114,6 +116,37 @@ async def call_tool(
     except ServiceError as exc:
         return _result(error_body(exc), error=True)
     return _result(answer.body)
+
+
+async def _watch_with_progress(
+    ctx: ServerRequestContext[Any], caller: auth.Caller, arguments: dict[str, Any]
+) -> types.CallToolResult:
+    """A TaskWatch that tells the client it is still waiting, every few seconds.
+
+    Clients give up on a request after their own timeout (60 s in the TypeScript SDK);
+    those that reset it on progress (``resetTimeoutOnProgress``) then wait out any watch.
+    Progress is the seconds waited so far, of the watch's timeout.
+    """
+    every = float(settings.KANBAN_MCP_PROGRESS_SECONDS)
+    limit = arguments.get("timeoutSeconds", schemas.WATCH_DEFAULT_SECONDS)
+    total = float(limit) if isinstance(limit, int | float) and not isinstance(limit, bool) else None
+    started = time.monotonic()
+
+    async def tick() -> None:
+        while True:
+            await anyio.sleep(every)
+            waited = round(time.monotonic() - started, 1)
+            await ctx.session.report_progress(
+                waited, total, f"Still waiting for task {arguments.get('taskId')!s:.20}"
+            )
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(tick)
+        try:
+            result = await call_tool(caller, "TaskWatch", arguments)
+        finally:
+            group.cancel_scope.cancel()
+    return result
 
 
 # -- resources and prompts ------------------------------------------------------------------
@@ -276,7 +309,10 @@ def build_server(caller: auth.Caller) -> Server[Any]:
                 types.INVALID_PARAMS,
                 f"Unknown tool {params.name[:80]!r}; tools/list names the tools",
             )
-        return await call_tool(caller, params.name, params.arguments or {})
+        arguments = params.arguments or {}
+        if params.name == "TaskWatch" and ctx.meta and ctx.meta.get("progress_token") is not None:
+            return await _watch_with_progress(ctx, caller, arguments)
+        return await call_tool(caller, params.name, arguments)
 
     async def on_list_resources(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -356,6 +392,52 @@ async def _refuse(
     await JSONResponse(body, status_code=status, headers=headers)(scope, receive, send)
 
 
+async def _peek_body(receive: Receive) -> tuple[list[Message], Receive]:
+    """Read the request's body (up to the size limit), and a ``receive`` that replays it.
+
+    How to answer (one JSON object, or a stream that can carry progress first) depends
+    on what is asked, and the SDK decides that before it reads the body.
+    """
+    messages: list[Message] = []
+    size = 0
+    while True:
+        message = await receive()
+        messages.append(message)
+        size += len(message.get("body", b""))
+        if message["type"] != "http.request" or not message.get("more_body") or size > body_limit():
+            break
+    queued = list(messages)
+
+    async def replay() -> Message:
+        return queued.pop(0) if queued else await receive()
+
+    return messages, replay
+
+
+def _wants_progress(messages: list[Message], headers: Headers) -> bool:
+    """A TaskWatch call with a progressToken, from a client that accepts a streamed answer.
+
+    Only then is the answer a stream (progress notifications, then the result); every
+    other request keeps its single JSON answer, which any client reads.
+    """
+    if "text/event-stream" not in headers.get("accept", ""):
+        return False
+    body = b"".join(m.get("body", b"") for m in messages if m["type"] == "http.request")
+    if len(body) > body_limit():
+        return False
+    try:
+        request = json.loads(body)
+    except ValueError:
+        return False
+    if not isinstance(request, dict) or request.get("method") != "tools/call":
+        return False
+    params = request.get("params")
+    if not isinstance(params, dict) or params.get("name") != "TaskWatch":
+        return False
+    meta = params.get("_meta")
+    return isinstance(meta, dict) and isinstance(meta.get("progressToken"), str | int)
+
+
 async def mcp_app(scope: Scope, receive: Receive, send: Send) -> None:
     """ASGI app for ``/mcp/<slug>`` and ``/mcp/<slug>/`` (HTTP only)."""
     assert scope["type"] == "http"
@@ -394,10 +476,11 @@ async def mcp_app(scope: Scope, receive: Receive, send: Send) -> None:
                 }
             }
             return await _refuse(scope, receive, send, 405, body, {"Allow": "POST"})
+        messages, receive = await _peek_body(receive)
         manager = StreamableHTTPSessionManager(
             app=build_server(caller),
             stateless=True,
-            json_response=True,
+            json_response=not _wants_progress(messages, headers),
             max_request_body_size=body_limit(),
         )
         try:

@@ -234,6 +234,10 @@ KANBAN_BENCH = env_bool("KANBAN_BENCH", False)
 # Tool API: the largest request body accepted (413 beyond), and how long TaskWatch may wait.
 KANBAN_MAX_BODY_BYTES = int(os.environ.get("KANBAN_MAX_BODY_BYTES", str(256 * 1024)))
 KANBAN_WATCH_MAX_SECONDS = 300
+# An MCP TaskWatch whose client asked for progress (a progressToken, a streamed answer) is
+# sent a progress notification this often, so clients that reset their request timeout on
+# progress wait out a watch longer than that timeout.
+KANBAN_MCP_PROGRESS_SECONDS = float(os.environ.get("KANBAN_MCP_PROGRESS_SECONDS", "10"))
 # Render and send a write's push in a background thread, so its answer does not wait
 # for the HTML (browsers that miss a push catch up from the event log).
 KANBAN_PUSH_IN_BACKGROUND = env_bool("KANBAN_PUSH_IN_BACKGROUND", True)

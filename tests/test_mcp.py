@@ -38,9 +38,12 @@ def run(*args, **options):
     call_command(*args, stdout=out, **options)
     return out.getvalue().strip().splitlines()[-1]
 
-for slug in ("tools", "flow", "errors", "team", "other", "modern", "res"):
+for slug in ("tools", "flow", "errors", "team", "other", "modern", "res", "wait"):
     run("createboard", slug)
-tokens = {slug: run("issuetoken", slug, "alice") for slug in ("tools", "flow", "errors", "other", "modern", "res")}
+tokens = {
+    slug: run("issuetoken", slug, "alice")
+    for slug in ("tools", "flow", "errors", "other", "modern", "res", "wait")
+}
 tokens["team"] = run("issuetoken", "team", "agents", team=True)
 tokens["revoked"] = run("issuetoken", "errors", "mallory")
 revoked = AgentToken.objects.get(token_hash=hash_token(tokens["revoked"]))
@@ -60,7 +63,8 @@ class Live:
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
-    cluster = Cluster(tmp_path_factory.mktemp("mcp"))
+    # Progress every 0.3 s, so a watch of a few seconds shows several.
+    cluster = Cluster(tmp_path_factory.mktemp("mcp"), env={"KANBAN_MCP_PROGRESS_SECONDS": "0.3"})
     try:
         tokens = json.loads(cluster.manage("shell", "-c", SETUP).splitlines()[-1])
         base = cluster.start()
@@ -173,6 +177,65 @@ async def test_create_claim_next_complete(live: Live) -> None:
         listed = await call(client, "TaskList", {"format": "text"})
         assert listed["counts"]["completed"] == 1
         assert listed["counts"]["in_progress"] == 1
+
+
+async def test_a_watch_with_a_progress_token_is_kept_alive_by_progress(live: Live) -> None:
+    """A client that resets its timeout on progress waits out a watch longer than it."""
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+
+    async with session(live.url("wait"), live.tokens["wait"]) as client:
+        await call(client, "TaskCreate", {"subject": "Nobody touches this"})
+        result = await client.call_tool(
+            "TaskWatch",
+            {"taskId": "1", "timeoutSeconds": 1.5},
+            progress_callback=on_progress,
+        )
+        body = payload(result)
+        # Without a progress token, the same watch is one JSON answer and no progress.
+        quiet = await call(client, "TaskWatch", {"taskId": "1", "timeoutSeconds": 0.4})
+    assert (body["timedOut"], body["task"]["status"]) == (True, "pending")
+    assert quiet["timedOut"] is True
+    assert 3 <= len(seen) <= 6, seen
+    waited = [progress for progress, _, _ in seen]
+    assert waited == sorted(waited) and 0 < waited[0] < 1.5
+    assert {total for _, total, _ in seen} == {1.5}
+    assert all(message and "task 1" in message for _, _, message in seen)
+
+
+async def test_only_a_watch_asking_for_progress_is_answered_as_a_stream(live: Live) -> None:
+    url, token = live.url("wait"), live.tokens["wait"]
+    async with session(url, token) as client:
+        created = await call(client, "TaskCreate", {"subject": "Watched over plain HTTP"})
+    accept = {"Accept": "application/json, text/event-stream"}
+    rpc = {"jsonrpc": "2.0", "id": 7, "method": "tools/call"}
+    progress = {"_meta": {"progressToken": "w1"}}
+    arguments = {"taskId": created["task"]["id"], "timeoutSeconds": 0.7}
+    watch = {"name": "TaskWatch", "arguments": arguments}
+    async with _http(token, **accept) as http:
+        await http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        streamed = await http.post(url, json={**rpc, "params": {**watch, **progress}})
+        plain = await http.post(url, json={**rpc, "params": watch})
+        listed = await http.post(url, json={**rpc, "method": "tools/list", "params": progress})
+    async with _http(token, Accept="application/json") as http:
+        json_only = await http.post(url, json={**rpc, "params": {**watch, **progress}})
+
+    assert streamed.headers["content-type"].startswith("text/event-stream")
+    events = [
+        json.loads(line.removeprefix("data:"))
+        for line in streamed.text.splitlines()
+        if line.startswith("data:") and line.strip() != "data:"
+    ]
+    assert [e.get("method") for e in events[:-1]] == ["notifications/progress"] * (len(events) - 1)
+    assert len(events) >= 2
+    assert events[0]["params"]["progressToken"] == "w1"
+    assert events[-1]["id"] == 7 and events[-1]["result"]["structuredContent"]["timedOut"]
+    for answer in (plain, listed, json_only):
+        assert answer.status_code == 200
+        assert answer.headers["content-type"].startswith("application/json")
+        assert answer.json()["id"] == 7
 
 
 async def test_refusals_are_tool_errors_with_the_api_error_json(live: Live) -> None:
