@@ -65,11 +65,14 @@ def _token(headers: Mapping[str, str], board_slug: str) -> tuple[AgentToken, Boa
         raise Unauthorized("Send the board's token as 'Authorization: Bearer <token>'")
     # The token first: without a valid one, an unknown board and a wrong token look
     # the same (401), so board names cannot be probed.
-    token = AgentToken.objects.filter(token_hash=hash_token(raw.strip())).first()
+    # One query for both: this runs before every tool call.
+    found = AgentToken.objects.select_related("board").filter(token_hash=hash_token(raw.strip()))
+    token = found.order_by().first()
     if token is None:
         raise Unauthorized("Unknown token")
-    board = selectors.board_get(board_slug)
-    if token.board_id != board.pk:
+    board = token.board
+    if board.slug != board_slug:
+        selectors.board_get(board_slug)  # an unknown board is a 404, to a valid token
         raise PermissionDenied("This token belongs to another board")
     if token.revoked_at is not None:
         raise PermissionDenied("This token has been revoked", code="token_revoked")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import secrets
+import time
 from datetime import timedelta
 
 from django.conf import settings
@@ -24,6 +26,9 @@ def agent_seen(
     ``KANBAN_TEAM_AGENT_LIMIT`` names on the roster (429 beyond), so invented
     names cannot grow the board without bound.
     """
+    key = (token.token_hash, agent) if token is not None else None
+    if key is not None and time.monotonic() - _seen.get(key, -math.inf) < min_interval:
+        return False  # this process wrote it down moments ago: no query at all
     now = timezone.now()
     changed = bool(
         Agent.objects.filter(
@@ -42,10 +47,20 @@ def agent_seen(
         _, changed = Agent.objects.get_or_create(
             board=board, name=agent, defaults={"last_seen": now, "token": team}
         )
+    if key is not None:
+        if len(_seen) > 10_000:
+            _seen.clear()
+        _seen[key] = time.monotonic()
     if changed:
         # The roster lives in the board's header: re-render it on every open board.
         events.publish(board, [], ())
     return changed
+
+
+# When this process last marked a (token, agent) seen. Keyed by the token's hash, which
+# no other board or database shares; forgotten when an agent leaves a roster, so its next
+# call puts it back at once.
+_seen: dict[tuple[str, str], float] = {}
 
 
 def token_issue(
@@ -98,4 +113,5 @@ def agent_remove(*, board: Board, name: str, actor: str) -> None:
         removed, _ = Agent.objects.filter(board=work.board, name=name).delete()
         if not removed:
             raise NotFound(f"No agent {name[:64]!r} on this board", code="agent_not_found")
+        _seen.clear()
         work.record("agent_removed", None, name=name)
