@@ -14,7 +14,8 @@ module only adds what is ours, the same way ``boards.api`` does for plain HTTP:
   services; the answer JSON (with ``unreadMessages``) is the text content and the
   structured content of the result;
 - a refused call (``ServiceError``, invalid input) is a tool error
-  (``isError: true``) whose text is the HTTP API's ``{"error": {...}}`` JSON.
+  (``isError: true``) whose text is the HTTP API's ``{"error": {...}}`` JSON (as text
+  only: structured content is the answer the output schema describes).
 
 Stateless, one server per request. The caller is fixed by the request's token, so
 each HTTP request gets its own ``Server`` whose handlers close over that caller, and
@@ -102,7 +103,10 @@ def _result(body: dict[str, Any], *, error: bool = False) -> types.CallToolResul
     text = json.dumps(body, ensure_ascii=False)
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)],
-        structured_content=body,
+        # A refusal is text only: structured content must match the tool's output schema,
+        # which describes its answer (the TypeScript SDK checks it on errors too, and
+        # would turn the refusal into a protocol error the agent never sees).
+        structured_content=None if error else body,
         is_error=error,
     )
 

@@ -8,6 +8,7 @@ the refusal's status and code, and that nothing changed.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -47,7 +48,8 @@ def _mcp(board: Board, tool: str, body: dict) -> Refusal | None:
     result = async_to_sync(mcp.call_tool)(Caller(board=board, agent=AGENT), tool, body)
     if not result.is_error:
         return None
-    error = result.structured_content["error"]
+    assert result.structured_content is None  # a refusal is its text, the API's error JSON
+    error = json.loads(result.content[0].text)["error"]
     status = {"invalid_input": 400, "task_not_found": 404}.get(error["code"], 409)
     return Refusal(status, error["code"])
 

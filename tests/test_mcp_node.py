@@ -1,0 +1,330 @@
+"""The MCP server at ``/mcp/<slug>/``, driven by the official TypeScript SDK's client.
+
+``tests/node`` is an npm package pinning ``@modelcontextprotocol/sdk`` (and the
+conformance suite, ``tests/test_mcp_conformance.py``); the ``node_packages`` fixture
+installs it with ``npm ci`` from its lock file when ``node_modules`` is missing or
+holds other versions. ``tests/node/client.mjs`` does the MCP work against a real daphne
+process (``boards.liveserver``) and prints what it saw as one JSON summary; the
+tests here assert on that summary:
+
+- every tool is listed with a title, all four annotation hints and an output schema
+  (the same ones the Python side serves, ``boards.schemas``);
+- the SDK validates each structured answer against its tool's output schema (a
+  counting wrapper around the SDK's own Ajv validator sees every answer) and refuses
+  one that breaks it; a refusal reaches it as a tool error (``isError: true``);
+- only a TaskWatch that asks for progress is answered as a stream (SSE), every other
+  request as one JSON answer;
+- a ``TaskWatch`` longer than the client's request timeout completes (``timedOut:
+  true``) because the server sends progress and the client resets its timeout on it,
+  while a watch without progress fails with the SDK's own -32001 timeout; a change by
+  another agent ends a watch with the changed task;
+- with the SDK's default request timeout (60 s) and the server's default progress
+  interval, a 70 s watch completes (the slowest test, about 75 s).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import itertools
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from boards import schemas
+from boards.liveserver import Cluster, Server
+
+pytestmark = pytest.mark.slow  # a live server, and Node processes
+
+NODE_DIR = Path(__file__).resolve().parent / "node"
+NPM_CI_SECONDS = 300
+MCP_REQUEST_TIMEOUT = -32001  # the TypeScript SDK's ErrorCode.RequestTimeout
+
+SETUP = """
+import io, json
+from django.core.management import call_command
+
+def run(*args, **options):
+    out = io.StringIO()
+    call_command(*args, stdout=out, **options)
+    return out.getvalue().strip().splitlines()[-1]
+
+run("createboard", "node")
+print(json.dumps({agent: run("issuetoken", "node", agent) for agent in ("alice", "bob")}))
+"""
+
+
+def _node_modules_current() -> bool:
+    """node_modules holds every package of tests/node/package-lock.json at its version.
+
+    npm keeps what it installed in ``node_modules/.package-lock.json``; a missing or
+    older install (the lock file changed since) differs from the committed lock file.
+    """
+    try:
+        wanted = json.loads((NODE_DIR / "package-lock.json").read_text())["packages"]
+        have = json.loads((NODE_DIR / "node_modules" / ".package-lock.json").read_text())[
+            "packages"
+        ]
+    except (OSError, ValueError, KeyError):
+        return False
+    return all(
+        have.get(path, {}).get("version") == entry.get("version")
+        for path, entry in wanted.items()
+        if path  # "" is the package itself
+    )
+
+
+@pytest.fixture(scope="session")
+def node_packages() -> Path:
+    """tests/node with its node_modules installed (``npm ci``, from the committed lock file)."""
+    missing = [tool for tool in ("node", "npm") if shutil.which(tool) is None]
+    if missing:
+        pytest.skip(
+            f"{' and '.join(missing)} not on PATH: the TypeScript SDK and MCP conformance "
+            "tests run in Node"
+        )
+    lock = Path(tempfile.gettempdir()) / "agent-kanban-tests-node.lock"
+    with lock.open("w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # one install at a time, whichever process asks
+        if not _node_modules_current():
+            result = subprocess.run(
+                ["npm", "ci", "--prefix", str(NODE_DIR), "--no-audit", "--no-fund"],
+                capture_output=True,
+                text=True,
+                timeout=NPM_CI_SECONDS,
+                check=False,
+            )
+            if result.returncode != 0 or not _node_modules_current():
+                raise RuntimeError(
+                    f"npm ci in {NODE_DIR} failed ({result.returncode}):\n"
+                    f"{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
+                )
+    return NODE_DIR
+
+
+def run_node(
+    script: str, *args: str, env: dict[str, str], timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """``node tests/node/<script> args…`` with ``env`` over this process's environment."""
+    return subprocess.run(
+        ["node", script, *args],
+        cwd=NODE_DIR,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+@dataclass
+class Live:
+    cluster: Cluster
+    base_url: str
+    tokens: dict[str, str]
+
+    @property
+    def url(self) -> str:
+        return f"{self.base_url}/mcp/node/"
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory, node_packages: Path) -> Iterator[Live]:
+    """A daphne process that sends TaskWatch progress every second (the default is 10 s)."""
+    cluster = Cluster(tmp_path_factory.mktemp("mcp-node"), env={"KANBAN_MCP_PROGRESS_SECONDS": "1"})
+    try:
+        tokens = json.loads(cluster.manage("shell", "-c", SETUP).splitlines()[-1])
+        base = cluster.start()
+        yield Live(cluster, base, tokens)
+    finally:
+        cluster.stop()
+    log = cluster.log(base)
+    assert "Traceback" not in log, log
+
+
+def client_summary(url: str, tokens: dict[str, str], mode: str, timeout: float) -> dict[str, Any]:
+    """Run tests/node/client.mjs in ``mode``; its JSON summary."""
+    result = run_node(
+        "client.mjs",
+        mode,
+        env={
+            "KANBAN_MCP_URL": url,
+            "KANBAN_MCP_TOKEN": tokens["alice"],
+            "KANBAN_MCP_OTHER_TOKEN": tokens["bob"],
+        },
+        timeout=timeout,
+    )
+    assert result.returncode == 0, f"client.mjs {mode}: {result.returncode}\n{result.stderr}"
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert "crashed" not in summary, json.dumps(summary, indent=2)
+    return summary
+
+
+@pytest.fixture(scope="module")
+def summary(live: Live) -> dict[str, Any]:
+    return client_summary(live.url, live.tokens, "main", timeout=60)
+
+
+def answered(step: dict[str, Any]) -> dict[str, Any]:
+    """A step's tool answer (its structured content), failing with the step if it threw."""
+    assert step["ok"], json.dumps(step, indent=2)
+    value = step["value"]
+    assert value["textIsStructured"], value  # the text block is the same JSON
+    return value["structured"]
+
+
+def test_the_sdk_connects_to_the_stateless_server(summary: dict[str, Any]) -> None:
+    assert summary["server"]["name"] == "agent-kanban"
+    assert summary["protocolVersion"]  # negotiated in the handshake
+    assert summary["sessionId"] is None  # stateless: no Mcp-Session-Id
+    assert {"tools", "resources", "prompts"} <= set(summary["capabilities"])
+
+
+def test_only_a_watch_with_progress_is_answered_as_a_stream(summary: dict[str, Any]) -> None:
+    answers = [a for a in summary["answers"] if not a["method"].startswith("notifications/")]
+    assert [a["method"] for a in answers[:2]] == ["initialize", "tools/list"]
+    streamed = [a for a in answers if a["contentType"].startswith("text/event-stream")]
+    assert {(a["tool"], a["progressToken"]) for a in streamed} == {("TaskWatch", True)}
+    assert len(streamed) == 2  # the two watches that asked for progress
+    for a in answers:
+        assert a["status"] == 200, a
+        if a not in streamed:
+            assert a["contentType"].startswith("application/json"), a
+    # The watch that asked for no progress is a plain JSON answer too.
+    assert ("TaskWatch", False) in {(a["tool"], a["progressToken"]) for a in answers}
+
+
+def test_tools_have_titles_annotations_and_output_schemas(summary: dict[str, Any]) -> None:
+    tools = {tool["name"]: tool for tool in summary["tools"]}
+    assert list(tools) == list(schemas.TOOL_INPUTS)
+    for name, tool in tools.items():
+        hints = schemas.TOOL_HINTS[name]
+        assert tool["title"] == hints.title
+        assert tool["annotations"] == {
+            "title": hints.title,
+            "readOnlyHint": hints.read_only,
+            "destructiveHint": hints.destructive,
+            "idempotentHint": hints.idempotent,
+            "openWorldHint": False,
+        }, name
+        assert tool["inputSchema"] == schemas.input_schema(name)
+        assert tool["outputSchema"] == schemas.output_schema(name)
+    # The SDK compiled a validator for each output schema when it listed the tools.
+    assert summary["validatorsCompiled"] == len(tools)
+
+
+def test_the_sdk_validates_every_structured_answer(summary: dict[str, Any]) -> None:
+    calls = summary["calls"]
+    assert [c["tool"] for c in calls] == [
+        *["TaskCreate"] * 4,
+        *["TaskList", "TaskGet", "TaskClaim", "TaskUpdate"],
+    ]
+    for call in calls:
+        body = answered(call)
+        assert call["value"]["isError"] is False, call
+        assert call["validated"] == 1, call  # the SDK ran the tool's output schema on it
+        assert body["unreadMessages"] == 0
+    assert summary["invalidAnswers"] == []
+    assert summary["validatorsChecked"] == len(calls)
+    listed = answered(calls[4])
+    assert listed["total"] == 4
+    claimed = answered(calls[6])["task"]
+    assert (claimed["status"], claimed["owner"]) == ("in_progress", "alice")
+    updated = answered(calls[7])["task"]
+    assert updated["activeForm"] == "Checking the SDK's validation"
+
+
+def test_the_sdk_refuses_an_answer_that_breaks_the_output_schema(summary: dict[str, Any]) -> None:
+    honest, corrupted = summary["corruptAnswer"]["honest"], summary["corruptAnswer"]["corrupted"]
+    assert answered(honest)["task"]["status"] == "pending"
+    assert corrupted["ok"] is False, corrupted
+    assert corrupted["error"]["code"] == -32602, corrupted  # McpError(InvalidParams)
+    assert "does not match the tool's output schema" in corrupted["error"]["message"]
+    assert "status" in corrupted["error"]["message"]
+
+
+def test_refusals_reach_the_sdk_as_tool_errors(summary: dict[str, Any]) -> None:
+    """A refusal is a tool result with isError: true and the API's error JSON, which the
+    client reads (and shows its model), not an exception thrown inside the SDK."""
+    refusals = summary["refusals"]
+    for case, code in (("missing", "task_not_found"), ("invalid", "invalid_input")):
+        step = refusals[case]
+        assert step["ok"], json.dumps(step, indent=2)
+        assert step["value"]["isError"] is True, step
+        assert step["value"]["text"]["error"]["code"] == code, step
+    assert refusals["missing"]["value"]["text"] == {
+        "error": {"code": "task_not_found", "message": "Task #999 not found"}
+    }
+    unknown = refusals["unknownTool"]
+    assert unknown["ok"] is False
+    assert unknown["error"]["code"] == -32602, unknown  # a protocol error: no such tool
+
+
+def test_progress_keeps_a_watch_longer_than_the_request_timeout_alive(
+    summary: dict[str, Any],
+) -> None:
+    watch = summary["watches"]["outlasts"]  # timeoutSeconds 8, request timeout 3 s
+    body = answered(watch)
+    assert body["timedOut"] is True
+    assert body["task"]["status"] == "pending"
+    # It outlived the request timeout (3 s) more than twice over, and ended near 8 s.
+    assert 7_500 <= watch["elapsedMs"] < 12_000, watch["elapsedMs"]
+    progress = watch["progress"]
+    assert len(progress) >= 5, progress  # one a second
+    assert [p["progress"] for p in progress] == sorted(p["progress"] for p in progress)
+    assert all(p["total"] == 8 for p in progress), progress
+    assert all(p.get("message") for p in progress), progress
+    # No gap as long as the request timeout: that is what kept the request alive.
+    times = [0] + [p["atMs"] for p in progress]
+    assert max(b - a for a, b in itertools.pairwise(times)) < 3000, times
+
+
+def test_a_change_by_another_agent_ends_a_watch(summary: dict[str, Any]) -> None:
+    change = summary["watches"]["change"]
+    assert answered(change["claimed"])["task"]["owner"] == "bob"
+    assert answered(change["done"])["task"]["status"] == "completed"
+    watch = summary["watches"]["ended"]
+    body = answered(watch)
+    assert body["timedOut"] is False
+    assert (body["task"]["status"], body["task"]["owner"]) == ("completed", "bob")
+    assert body["task"]["result"] == "Done by bob"
+    assert watch["elapsedMs"] < 10_000, watch
+
+
+def test_without_progress_the_sdk_gives_up_at_its_request_timeout(
+    summary: dict[str, Any],
+) -> None:
+    """Why progress matters: a client that asks for none times out before the watch ends."""
+    watch = summary["watches"]["noProgress"]  # timeoutSeconds 5, request timeout 2 s
+    assert watch["ok"] is False, watch
+    assert watch["error"]["code"] == MCP_REQUEST_TIMEOUT, watch
+    assert "timed out" in watch["error"]["message"].lower()
+    assert watch["progress"] == []
+    assert 2_000 <= watch["elapsedMs"] < 4_500, watch
+
+
+def test_a_70_s_watch_outlasts_the_sdk_default_request_timeout(live: Live, tmp_path: Path) -> None:
+    """The SDK's default timeout (60 s), the server's default progress interval (10 s)."""
+    env = {k: v for k, v in live.cluster.env.items() if k != "KANBAN_MCP_PROGRESS_SECONDS"}
+    server = Server(env, tmp_path / "daphne-default-progress.log")
+    base = server.start()
+    try:
+        summary = client_summary(f"{base}/mcp/node/", live.tokens, "long", timeout=120)
+    finally:
+        server.stop()
+    assert "Traceback" not in server.log(), server.log()
+    assert summary["defaultRequestTimeoutMs"] == 60_000
+    watch = summary["watch"]
+    body = answered(watch)  # not the SDK's -32001 "Request timed out"
+    assert body["timedOut"] is True
+    assert watch["elapsedMs"] >= 70_000, watch["elapsedMs"]
+    progress = watch["progress"]
+    assert 6 <= len(progress) <= 7, progress  # every 10 s
+    assert all(p["total"] == 70 for p in progress), progress
