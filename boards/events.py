@@ -24,7 +24,7 @@ from functools import partial
 from typing import Any
 
 from asgiref.sync import SyncToAsync, async_to_sync
-from channels.layers import get_channel_layer
+from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.conf import settings
 from django.contrib.auth.signals import user_logged_out
 from django.db import close_old_connections, transaction
@@ -150,7 +150,7 @@ def _deliver(
 ) -> None:
     try:
         layer = get_channel_layer()
-        if layer is None:
+        if layer is None or not _may_have_listeners(layer, group_name(board_id)):
             return
         # A change to very many cards (a big batch) is sent as the board's first page.
         full = reset or len(touched) > CATCH_UP_MAX_CARDS
@@ -166,6 +166,19 @@ def _deliver(
         logger.warning("broadcast of board %s update timed out", board_id)
     except Exception:
         logger.exception("broadcast of board %s update failed", board_id)
+
+
+def _may_have_listeners(layer: Any, group: str) -> bool:
+    """False only when nobody can receive the update: no open board, no waiting TaskWatch.
+
+    Rendering a write's fragments costs more CPU than the write itself; a board nobody
+    watches should not pay it. Only the in-memory layer (one process) can tell for sure;
+    with Redis, another server's browsers may be listening, so the update is always sent.
+    A browser that opens the board later loads it, or catches up from the event log.
+    """
+    if isinstance(layer, InMemoryChannelLayer):
+        return bool(layer.groups.get(group))
+    return True
 
 
 _queue: queue.SimpleQueue[tuple] | None = None

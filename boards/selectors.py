@@ -310,14 +310,20 @@ def task_views(
     children: dict[int, list[int]] = {}
     for parent_pk, number in child_rows:
         children.setdefault(parent_pk, []).append(number)
+    # Grouped once: a page of a column is hundreds of tasks and as many edges.
+    blockers_of: dict[int, list[tuple[int, str]]] = {}
+    blocks_of: dict[int, list[int]] = {}
+    for task_pk, task_number, blocker_pk, blocker_number, blocker_status in edges:
+        blockers_of.setdefault(task_pk, []).append((blocker_number, blocker_status))
+        blocks_of.setdefault(blocker_pk, []).append(task_number)
     views = {}
     for task in tasks:
-        blockers = [(bn, bs) for tpk, _, _, bn, bs in edges if tpk == task.pk]
+        blockers = blockers_of.get(task.pk, [])
         views[task.number] = TaskView(
             task=task,
             blocked_by=sorted(bn for bn, _ in blockers),
             open_blockers=sorted(bn for bn, bs in blockers if bs != Status.COMPLETED),
-            blocks=sorted(tn for _, tn, bpk, _, _ in edges if bpk == task.pk),
+            blocks=sorted(blocks_of.get(task.pk, [])),
             children=sorted(children.get(task.pk, ())),
             stuck_on=sorted(bn for bn, bs in blockers if bs in DEAD_ENDS),
             dead_ends={bn: bs for bn, bs in blockers if bs in DEAD_ENDS},

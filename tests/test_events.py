@@ -109,3 +109,33 @@ def test_only_changes_that_can_move_counts_rerender_the_header(
     quiet, loud = sent
     assert (quiet[2], quiet[4]) == ([1], False)
     assert (loud[2], loud[4]) == ([1], True)
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_board_nobody_watches_renders_nothing_for_a_write(board, monkeypatch):
+    """The fragments cost more than the write: on the in-memory layer (where this process
+    knows every listener) they are rendered only when a board or a TaskWatch listens."""
+    from asgiref.sync import sync_to_async
+    from channels.layers import get_channel_layer
+
+    rendered = []
+    render = events.render_update
+    monkeypatch.setattr(
+        events, "render_update", lambda *a, **k: rendered.append(a[1]) or render(*a, **k)
+    )
+    create = sync_to_async(make_task)
+    await create(board, "Nobody looks")
+    assert rendered == []
+
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    await layer.group_add(events.group_name(board.pk), channel)
+    await create(board, "Someone looks")
+    assert rendered == [[2]]
+    message = await layer.receive(channel)
+    assert [e["taskId"] for e in message["events"]] == ["2"]
+    assert "Someone looks" in message["cards"]["2"]
+
+    await layer.group_discard(events.group_name(board.pk), channel)
+    await create(board, "Nobody again")
+    assert rendered == [[2]]
