@@ -143,7 +143,10 @@ class Task(models.Model):
             models.UniqueConstraint(fields=["board", "number"], name="task_number_unique_per_board")
         ]
         indexes = [
-            models.Index(fields=["board", "status"]),
+            # a list filtered by status (or a view of one status), paged in number order:
+            # without the number here SQLite walks the (board, number) index through the
+            # whole history to find the few open tasks
+            models.Index(fields=["board", "status", "number"], name="task_status_number"),
             # claim-next: the ready task of highest priority, then lowest number
             models.Index(
                 fields=["board", "status", "blocked", "priority", "number"], name="task_claim_next"

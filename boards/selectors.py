@@ -13,7 +13,16 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
+from django.db.models import (
+    Count,
+    ExpressionWrapper,
+    F,
+    IntegerField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+)
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -460,14 +469,16 @@ LIST_LIMIT_DEFAULT = 100
 
 def _view_filter(view: str, board: Board) -> Q:
     pending = Q(status=Status.PENDING)
+    # The unfinished statuses named (not "not terminal"), so an index on status finds them.
+    unfinished = (Status.PENDING, Status.IN_PROGRESS)
     return {
         "all": Q(),
-        "open": Q(status__in=(Status.PENDING, Status.IN_PROGRESS)),
+        "open": Q(status__in=unfinished),
         "ready": pending
         & Q(blocked=False, failures__lt=board.max_attempts)
         & ~Q(approval_state=ApprovalState.REQUESTED),
-        "blocked": Q(blocked=True) & ~Q(status__in=TERMINAL_STATUSES),
-        "stuck": Q(stuck=True) & ~Q(status__in=TERMINAL_STATUSES),
+        "blocked": Q(blocked=True, status__in=unfinished),
+        "stuck": Q(stuck=True, status__in=unfinished),
         "in_progress": Q(status=Status.IN_PROGRESS),
         "done": Q(status__in=TERMINAL_STATUSES),
     }[view]
@@ -490,6 +501,10 @@ def decode_cursor(cursor: str) -> int:
             "cursor: not a cursor this server gave out; start again without one",
             details=[{"field": "cursor"}],
         ) from exc
+
+
+# The task number as an expression: the same order, but no index can provide it.
+_UNINDEXED_NUMBER = ExpressionWrapper(F("number") + 0, output_field=IntegerField())
 
 
 @dataclass
@@ -532,10 +547,16 @@ def task_page(
         rows = rows.filter(parent__number=parent_id, parent__board=board)
     total = rows.count()
     after = decode_cursor(cursor) if cursor else 0
+    # Number order, but by which index: one status (a view of one status, or status=) is
+    # served in order by (board, status, number). Other filters that keep few tasks (the
+    # open views, an owner, a parent) must find them by their own index and sort the few:
+    # ordered by the bare column, SQLite's planner walks (board, number) through the whole
+    # history instead. All tasks, or all finished ones, are walked in number order.
+    one_status = status is not None or view in ("in_progress", "ready")
+    selective = view in ("open", "blocked", "stuck") or owner is not None or parent_id is not None
+    order: Any = "number" if one_status or not selective else _UNINDEXED_NUMBER
     numbers = list(
-        rows.filter(number__gt=after)
-        .order_by("number")
-        .values_list("number", flat=True)[: limit + 1]
+        rows.filter(number__gt=after).order_by(order).values_list("number", flat=True)[: limit + 1]
     )
     more = len(numbers) > limit
     numbers = numbers[:limit]
