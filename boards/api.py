@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 from datetime import date
+from functools import partial
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, JsonResponse
@@ -86,9 +86,11 @@ async def tool_call(request: HttpRequest, slug: str, tool: str) -> JsonResponse:
             status=405,
         )
     try:
-        caller = await sync_to_async(auth.authenticate)(request.headers, slug)
-        tools.lookup(tool)  # an unknown tool is a 404, whatever its body
-        answer = await tools.call(caller, tool, parse_body(request))
+        # Authenticated first (401 before anything), then an unknown tool is a 404 whatever
+        # its body; both in the tool's own worker thread.
+        answer = await tools.call(
+            partial(auth.authenticate, request.headers, slug), tool, partial(parse_body, request)
+        )
     except ServiceError as exc:
         return refused(exc, request)
     return JsonResponse(

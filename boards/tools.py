@@ -103,8 +103,52 @@ def _run(caller: Caller, tool: Tool, arguments: Any) -> Answer:
     return _with_unread(caller, tool.handler(caller, validate(tool, arguments)))
 
 
-async def call(caller: Caller, name: str, arguments: Any, *, seed_dialects: bool = True) -> Answer:
-    """Run one tool for an authenticated caller; every refusal is a ``ServiceError``."""
+def _failed(exc: Exception, name: str, caller: Caller) -> InternalError:
+    logger.exception("tool %s on board %s failed", name, caller.board.slug)
+    return InternalError("The server failed; the change was not applied")
+
+
+def _authenticate_and_run(
+    authenticate: Callable[[], Caller], name: str, arguments: Any, seed_dialects: bool
+) -> tuple[Caller, Answer | None]:
+    """The caller, and the answer unless the tool waits (it then runs on the event loop)."""
+    caller = authenticate()
+    tool = lookup(name, seed_dialects=seed_dialects)
+    if tool.waits:
+        return caller, None
+    if callable(arguments):
+        arguments = arguments()  # the body is read once the caller and the tool are known
+    try:
+        return caller, _run(caller, tool, arguments)
+    except ServiceError:
+        raise
+    except Exception as exc:
+        raise _failed(exc, name, caller) from exc
+
+
+async def call(
+    caller: Caller | Callable[[], Caller],
+    name: str,
+    arguments: Any,
+    *,
+    seed_dialects: bool = True,
+) -> Answer:
+    """Run one tool for a caller; every refusal is a ``ServiceError``.
+
+    ``caller`` may be the authentication still to do (a function returning the caller,
+    raising the refusal): it then runs in the same worker thread as the tool, one hop
+    off the event loop instead of two, a good part of a quick call's cost. So may
+    ``arguments`` (reading the body): it runs after the caller and the tool are known,
+    so a request without a valid token is refused as such whatever its body.
+    """
+    if callable(caller):
+        caller, answer = await sync_to_async(_authenticate_and_run)(
+            caller, name, arguments, seed_dialects
+        )
+        if answer is not None:
+            return answer
+    if callable(arguments):
+        arguments = arguments()
     tool = lookup(name, seed_dialects=seed_dialects)
     try:
         if not tool.waits:
@@ -117,5 +161,4 @@ async def call(caller: Caller, name: str, arguments: Any, *, seed_dialects: bool
     except ServiceError:
         raise
     except Exception as exc:
-        logger.exception("tool %s on board %s failed", name, caller.board.slug)
-        raise InternalError("The server failed; the change was not applied") from exc
+        raise _failed(exc, name, caller) from exc
