@@ -57,7 +57,7 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import Message, Receive, Scope, Send
 
-from . import auth, schemas, tools
+from . import auth, schemas, selectors, tools
 from .edge import body_limit, expected_origins
 from .errors import NotFound, ServiceError, error_body
 
@@ -129,20 +129,26 @@ async def _watch_with_progress(
 
     Clients give up on a request after their own timeout (60 s in the TypeScript SDK);
     those that reset it on progress (``resetTimeoutOnProgress``) then wait out any watch.
-    Progress is the seconds waited so far, of the watch's timeout.
+    Progress is the seconds waited so far, of the watch's timeout; its message also
+    counts the agent's unread messages from people, as every answer does.
     """
     every = float(settings.KANBAN_MCP_PROGRESS_SECONDS)
     limit = arguments.get("timeoutSeconds", schemas.WATCH_DEFAULT_SECONDS)
     total = float(limit) if isinstance(limit, int | float) and not isinstance(limit, bool) else None
     started = time.monotonic()
 
+    unread_count = database_sync_to_async(selectors.unread_count)
+    waiting_for = f"Still waiting for task {arguments.get('taskId')!s:.20}"
+
     async def tick() -> None:
         while True:
             await anyio.sleep(every)
             waited = round(time.monotonic() - started, 1)
-            await ctx.session.report_progress(
-                waited, total, f"Still waiting for task {arguments.get('taskId')!s:.20}"
-            )
+            # The stateless transport has no stream for resource notifications; a message
+            # from a person during a long wait is told here, in the progress message.
+            unread = await unread_count(caller.board, caller.agent)
+            news = f"; {unread} unread message{'s' if unread != 1 else ''} (InboxRead)"
+            await ctx.session.report_progress(waited, total, waiting_for + (news if unread else ""))
 
     async with anyio.create_task_group() as group:
         group.start_soon(tick)

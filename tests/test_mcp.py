@@ -8,6 +8,7 @@ meets them.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -56,6 +57,7 @@ print(json.dumps(tokens))
 class Live:
     base_url: str
     tokens: dict[str, str]
+    cluster: Cluster
 
     def url(self, slug: str, *, slash: bool = True) -> str:
         return f"{self.base_url}/mcp/{slug}{'/' if slash else ''}"
@@ -68,7 +70,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     try:
         tokens = json.loads(cluster.manage("shell", "-c", SETUP).splitlines()[-1])
         base = cluster.start()
-        yield Live(base, tokens)
+        yield Live(base, tokens, cluster)
     finally:
         cluster.stop()
     log = cluster.log(base)
@@ -204,6 +206,37 @@ async def test_a_watch_with_a_progress_token_is_kept_alive_by_progress(live: Liv
     assert waited == sorted(waited) and 0 < waited[0] < 1.5
     assert {total for _, total, _ in seen} == {1.5}
     assert all(message and "task 1" in message for _, _, message in seen)
+
+
+async def test_a_message_from_a_person_during_a_watch_is_told_in_its_progress(
+    live: Live,
+) -> None:
+    """No stream carries resource notifications here: the progress message counts the inbox."""
+    messages: list[str] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        messages.append(message or "")
+
+    send = (
+        "from boards import services\n"
+        "from boards.models import Board\n"
+        "services.message_send(board=Board.objects.get(slug='wait'), sender='pat', "
+        "recipient='alice', body='Stop after this one')"
+    )
+    async with session(live.url("wait"), live.tokens["wait"]) as client:
+        created = await call(client, "TaskCreate", {"subject": "Long job"})
+        arguments = {"taskId": created["task"]["id"], "timeoutSeconds": 6}
+        watch = asyncio.create_task(
+            client.call_tool("TaskWatch", arguments, progress_callback=on_progress)
+        )
+        await asyncio.to_thread(live.cluster.manage, "shell", "-c", send)
+        told = len(messages)
+        result = await watch
+        await call(client, "InboxRead", {"ack": True})
+    assert "unread" not in messages[0]
+    assert len(messages) > told
+    assert messages[-1].endswith("; 1 unread message (InboxRead)")
+    assert payload(result)["unreadMessages"] == 1
 
 
 async def test_only_a_watch_asking_for_progress_is_answered_as_a_stream(live: Live) -> None:
