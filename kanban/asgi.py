@@ -16,12 +16,14 @@ from django.core.asgi import get_asgi_application
 
 django_asgi_app = get_asgi_application()
 
-from boards import edge, services  # noqa: E402
+from boards import edge, services, storage  # noqa: E402
 from boards.mcp import mcp_app  # noqa: E402
 from boards.routing import websocket_urlpatterns  # noqa: E402
 
 # Oversized bodies are refused as they arrive, before daphne buffers them (boards.edge).
 edge.install()
+# SQLite: one connection held open, so a request's own closing does not checkpoint the log.
+storage.hold_sqlite_open()
 # Every server process reclaims lapsed leases (boards.services.leases), with no request needed.
 services.start_sweeper()
 # …and runs webhook workers (boards.services.outbox), unless KANBAN_WORKER=0.

@@ -139,3 +139,31 @@ def test_weak_passwords_are_refused_by_the_validators(db):
     with pytest.raises(ValidationError):
         validate_password("12345678")
     validate_password("right-horse-battery-staple")
+
+
+def test_a_server_holds_one_idle_sqlite_connection_and_never_creates_the_file(
+    db, monkeypatch, tmp_path
+):
+    """Held open, it keeps each request's closing from checkpointing the log (boards.storage)."""
+    from django.db import connection
+
+    from boards import storage
+
+    monkeypatch.setattr(storage, "_held", None)
+    if connection.vendor != "sqlite":
+        assert storage.hold_sqlite_open() is False
+        return
+    missing = tmp_path / "not-migrated.sqlite3"
+    monkeypatch.setitem(connection.settings_dict, "NAME", str(missing))
+    assert storage.hold_sqlite_open() is False
+    assert not missing.exists()
+
+    monkeypatch.undo()
+    monkeypatch.setattr(storage, "_held", None)
+    connection.ensure_connection()
+    assert storage.hold_sqlite_open() is True
+    held = storage._held
+    assert held is not None and not held.in_transaction
+    assert storage.hold_sqlite_open() is True and storage._held is held  # one per process
+    held.close()
+    monkeypatch.setattr(storage, "_held", None)
