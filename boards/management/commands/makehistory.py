@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
@@ -85,20 +85,8 @@ def make_history(slug: str, tasks: int = 20_000, events: int = 200_000, days: in
                 )
             )
             flow[(created.date(), "created")] += 1
-            seq += 1
-            log.append(
-                Event(
-                    board=board,
-                    seq=seq,
-                    task_number=number,
-                    actor=owner,
-                    kind="created",
-                    data={"subject": "History"},
-                    created_at=created,
-                )
-            )
+            life: list[tuple[str, dict, datetime]] = [("created", {"subject": "History"}, created)]
             for k in range(per_task):
-                seq += 1
                 # Claimed, completed, then notes: a task's life, told at length.
                 kind = ("claimed", "status")[k] if k < 2 else "updated"
                 to = {"claimed": "in_progress", "status": "completed"}.get(kind)
@@ -109,6 +97,9 @@ def make_history(slug: str, tasks: int = 20_000, events: int = 200_000, days: in
                     if to
                     else {"fields": {"notes": {}}}
                 )
+                life.append((kind, data, created + timedelta(seconds=k)))
+            for kind, data, at in life:
+                seq += 1
                 log.append(
                     Event(
                         board=board,
@@ -117,7 +108,7 @@ def make_history(slug: str, tasks: int = 20_000, events: int = 200_000, days: in
                         actor=owner,
                         kind=kind,
                         data=data,
-                        created_at=created + timedelta(seconds=k),
+                        created_at=at,
                     )
                 )
         Attempt.objects.bulk_create(attempts, batch_size=2000)
