@@ -12,7 +12,7 @@ from django.contrib.auth import get_user_model
 
 from . import selectors, services
 from .errors import InvalidInput, PermissionDenied, Unauthorized
-from .models import AgentToken, Board, agent_name_problem, hash_token
+from .models import Agent, AgentToken, Board, agent_name_problem, hash_token
 
 
 @dataclass
@@ -22,6 +22,7 @@ class Caller:
     board: Board
     agent: str
     token_id: int | None = None
+    orchestrator: bool = False
 
 
 def authenticate(headers: Mapping[str, str], board_slug: str) -> Caller:
@@ -45,13 +46,13 @@ def authenticate(headers: Mapping[str, str], board_slug: str) -> Caller:
                 "A team token needs the agent's name in the X-Agent header",
                 details=[{"field": "X-Agent", "message": "required"}],
             )
-        _check_team_name(board, agent)
+        agent = _team_agent(board, token, agent)
     else:
         agent = token.agent
     services.agent_seen(board=board, agent=agent, token=token)
     # An agent that calls tools is alive: its leases on in-progress work are renewed.
     services.leases_renew(board=board, agent=agent)
-    return Caller(board=board, agent=agent, token_id=token.pk)
+    return Caller(board=board, agent=agent, token_id=token.pk, orchestrator=token.orchestrator)
 
 
 AGENT_SCOPE = "agent"
@@ -95,15 +96,21 @@ def authenticate_reader(headers: Mapping[str, str], board_slug: str) -> Board:
     return _token(headers, board_slug)[1]
 
 
-def _check_team_name(board: Board, agent: str) -> None:
+def _team_agent(board: Board, token: AgentToken, agent: str) -> str:
+    """The agent a team token names in ``X-Agent``, as the roster spells it.
+
+    Names compare without case. A name is refused when it is a person's, when a bound
+    token has ever carried it (revoked names stay reserved, with their inbox), or when
+    another team token put it on the roster: a team token's agents are its own.
+    """
     problem = agent_name_problem(agent)
     if problem is not None:
         raise InvalidInput(
             f"X-Agent: {problem}", details=[{"field": "X-Agent", "message": problem}]
         )
-    if AgentToken.objects.filter(board=board, agent=agent, revoked_at__isnull=True).exists():
+    if AgentToken.objects.filter(board=board, agent__iexact=agent, is_team=False).exists():
         raise PermissionDenied(
-            f"X-Agent: {agent!r} has a token of its own; a team token cannot act as it",
+            f"X-Agent: {agent!r} has (or had) a token of its own; a team token cannot act as it",
             code="identity_taken",
         )
     if get_user_model().objects.filter(username__iexact=agent).exists():
@@ -111,6 +118,15 @@ def _check_team_name(board: Board, agent: str) -> None:
             f"X-Agent: {agent!r} is a person's name; agents cannot act as people",
             code="identity_taken",
         )
+    known = Agent.objects.filter(board=board, name__iexact=agent).values_list("name", "token_id")
+    for name, token_id in known[:1]:
+        if token_id != token.pk:
+            raise PermissionDenied(
+                f"X-Agent: {agent!r} belongs to another token on this board",
+                code="identity_taken",
+            )
+        return str(name)
+    return agent
 
 
 def challenge(exc: Exception, headers: Mapping[str, str]) -> dict[str, str] | None:

@@ -282,6 +282,9 @@ class AgentToken(models.Model):
     is_team = models.BooleanField(default=False)
     # "agent": the tool API; "admin": reads the board's event log (integrations), no tools.
     scope = models.CharField(max_length=16, default="agent")
+    # An orchestrator's token may take over in-progress work its own agents do not hold
+    # (reassign, change owner), as people may; other tokens only their own agents' work.
+    orchestrator = models.BooleanField(default=False)
     token_hash = models.CharField(max_length=64, unique=True)
     prefix = models.CharField(max_length=12)
     created_by = models.CharField(max_length=150, blank=True)

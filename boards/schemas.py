@@ -110,9 +110,9 @@ class TaskGetInput(ToolInput):
 class UsageInput(ToolInput):
     """What the work cost the agent since its last report (added up by the board)."""
 
-    inputTokens: StrictInt = Field(0, ge=0, le=10**12, description="Input tokens used.")
-    outputTokens: StrictInt = Field(0, ge=0, le=10**12, description="Output tokens used.")
-    costUsd: float = Field(0, ge=0, le=1_000_000, description="Cost in US dollars.")
+    inputTokens: StrictInt = Field(0, ge=0, le=10**9, description="Input tokens used.")
+    outputTokens: StrictInt = Field(0, ge=0, le=10**9, description="Output tokens used.")
+    costUsd: float = Field(0, ge=0, le=10_000, description="Cost in US dollars.")
     model: Annotated[str, StringConstraints(max_length=100)] = Field(
         "", description="The model that did the work."
     )

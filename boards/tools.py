@@ -21,7 +21,7 @@ from asgiref.sync import sync_to_async
 from django.db import close_old_connections
 from pydantic import ValidationError
 
-from . import canonical, dialects, schemas, selectors
+from . import canonical, dialects, schemas, selectors, services
 from .auth import Caller
 from .canonical import Answer
 from .errors import InternalError, InvalidInput, NotFound, ServiceError
@@ -100,7 +100,8 @@ def _with_unread(caller: Caller, answer: Answer) -> Answer:
 
 
 def _run(caller: Caller, tool: Tool, arguments: Any) -> Answer:
-    return _with_unread(caller, tool.handler(caller, validate(tool, arguments)))
+    with services.acting_with(services.Grant(caller.token_id, caller.orchestrator)):
+        return _with_unread(caller, tool.handler(caller, validate(tool, arguments)))
 
 
 def _failed(exc: Exception, name: str, caller: Caller) -> InternalError:

@@ -143,7 +143,18 @@ def task_detail(request: HtmxHttpRequest, board: Board, role: Role, number: int)
     return _detail_response(request, board, role, number)
 
 
-def _run_action(request: HtmxHttpRequest, board: Board, number: int, action: str) -> None:
+def _posted_version(value: str | None) -> int | None:
+    """The task version a decision was made on (None: the form did not say)."""
+    if value is None or value == "":
+        return None
+    if not (value.isascii() and value.isdigit()) or len(value) > 9:
+        raise InvalidInput("version: the task's version as a whole number")
+    return int(value)
+
+
+def _run_action(
+    request: HtmxHttpRequest, board: Board, role: Role, number: int, action: str
+) -> None:
     person = _person(request)
     post = request.POST
     if action == "status":
@@ -153,7 +164,14 @@ def _run_action(request: HtmxHttpRequest, board: Board, number: int, action: str
         if status not in Status.values:
             # Deleting has its own confirmed action; a status post never deletes.
             raise InvalidInput(f"status: unknown status {status[:40]!r}")
-        services.task_update(board=board, actor=person, person=True, task_id=number, status=status)
+        services.task_update(
+            board=board,
+            actor=person,
+            person=True,
+            approver=permissions.may(role, "approve"),
+            task_id=number,
+            status=status,
+        )
     elif action == "reassign":
         services.task_reassign(
             board=board, actor=person, person=True, task_id=number, owner=post.get("owner", "")
@@ -167,6 +185,7 @@ def _run_action(request: HtmxHttpRequest, board: Board, number: int, action: str
             task_id=number,
             approve=action == "approve",
             note=post.get("note", ""),
+            version=_posted_version(post.get("version")),
         )
     elif action == "require-approval":
         services.approval_require(
@@ -190,6 +209,7 @@ def _run_action(request: HtmxHttpRequest, board: Board, number: int, action: str
             board=board,
             actor=person,
             person=True,
+            approver=permissions.may(role, "approve"),
             task_id=number,
             remove_blocked_by=[post.get("blocker", "")],
         )
@@ -217,7 +237,7 @@ def task_action(
     if not permissions.may(role, action):
         return _refusal(request, permissions.refusal(role, action))
     try:
-        _run_action(request, board, number, action)
+        _run_action(request, board, role, number, action)
     except ServiceError as exc:
         if (
             request.htmx

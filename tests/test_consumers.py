@@ -169,6 +169,7 @@ async def test_a_persons_action_on_the_board_page_reaches_open_sockets(
     open_socket, board, person_client
 ):
     await create_task(board, "Review the plan")
+    await database_sync_to_async(services.agent_seen)(board=board, agent="bob")
     socket = await connected_at_current_seq(open_socket, board)
 
     response = await sync_to_async(person_client.post)(

@@ -307,6 +307,7 @@ def test_wip_limits_refuse_a_claim_naming_the_limit_and_what_is_held(alice, bob,
     assert "alice already has 1 task(s) in progress (#1)" in per_agent.error["message"]
     assert bob.call("TaskClaim", {}).body["task"]["id"] == "2"
     carol = bob  # a third agent would hit the board's limit the same way
+    services.agent_seen(board=board, agent="carol")
     overall = carol.call("TaskUpdate", {"taskId": "3", "owner": "carol", "status": "in_progress"})
     assert (overall.status, overall.error["code"]) == (409, "wip_limit")
     assert Task.objects.filter(status="in_progress").count() == 2

@@ -96,6 +96,7 @@ def _state(board: Board) -> tuple:
 @pytest.fixture
 def scene(board, django_user_model) -> Board:
     make_token(board, "alice")
+    make_token(board, "bob")  # the agent work is reassigned to
     make_task(board, "Plain work")
     gated = make_task(board, "Drop the table", requires_approval=True)
     services.task_claim(board=board, agent="alice", task_id=gated.number)
@@ -123,7 +124,7 @@ def test_each_action_is_allowed_from_its_role_up_and_refused_below(
     client = _client_as(django_user_model, scene, role)
     before = _state(scene)
     # Row ids differ between databases (PostgreSQL's sequences are not reset per test).
-    path = door.path.format(token=AgentToken.objects.get(board=scene).pk)
+    path = door.path.format(token=AgentToken.objects.get(board=scene, agent="alice").pk)
     response = getattr(client, door.method)(path, door.data)
 
     if role is None:

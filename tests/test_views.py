@@ -312,6 +312,7 @@ def test_completing_a_blocker_from_the_board_unblocks_its_dependent(person_clien
 def test_reassign_action_gives_the_task_a_new_owner(person_client, board, mode):
     make_task(board)
     services.task_claim(board=board, agent="alice", task_id=1)
+    services.agent_seen(board=board, agent="bob")
     seq = last_seq(board)
 
     response = act(person_client, mode, 1, "reassign", {"owner": "bob"})
@@ -681,6 +682,7 @@ def fill_board(board: Board, count: int) -> None:
             )
         elif n % 10 == 4:
             ops.append({"op": "update", "task_id": f"t{n}", "status": "failed"})
+    services.agent_seen(board=board, agent="bob")  # an owner is an agent the board knows
     services.task_batch(board=board, actor="alice", ops=ops)
     for n in range(8, count + 1, 10):
         if n % 3:

@@ -12,7 +12,7 @@ recorded, published after commit). The modules, by noun:
 - ``tasks``, ``approvals``, ``boards``, ``members``, ``messages``, ``agents``: the services.
 """
 
-from .agents import agent_remove, agent_seen, token_issue, token_revoke
+from .agents import agent_remove, agent_seen, owner_name, token_issue, token_revoke
 from .approvals import approval_decide, approval_request, approval_require
 from .boards import SETTINGS as BOARD_SETTINGS
 from .boards import board_create, board_reset, board_settings
@@ -40,12 +40,14 @@ from .webhooks import (
     webhook_remove,
     webhook_test,
 )
-from .work import UNSET, Outcome
+from .work import UNSET, Grant, Outcome, acting_with
 
 __all__ = [
     "BOARD_SETTINGS",
     "UNSET",
+    "Grant",
     "Outcome",
+    "acting_with",
     "agent_remove",
     "agent_seen",
     "approval_decide",
@@ -61,6 +63,7 @@ __all__ = [
     "member_remove",
     "member_set",
     "message_send",
+    "owner_name",
     "start_sweeper",
     "start_workers",
     "subscription_set",

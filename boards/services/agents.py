@@ -8,6 +8,8 @@ import time
 from datetime import timedelta
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db.models import Q
 from django.utils import timezone
 
 from .. import events
@@ -70,6 +72,7 @@ def token_issue(
     team: bool = False,
     created_by: str = "",
     admin: bool = False,
+    orchestrator: bool = False,
 ) -> str:
     """Issue an API token for the board; the raw token is returned once and never stored.
 
@@ -88,12 +91,38 @@ def token_issue(
         board=board,
         agent=agent,
         is_team=team,
+        orchestrator=orchestrator and not admin,
         scope="admin" if admin else "agent",
         token_hash=hash_token(raw),
         prefix=raw[:10],
         created_by=created_by,
     )
     return raw
+
+
+def owner_name(board: Board, name: str) -> str:
+    """``name`` as a task's owner: empty (nobody), or a plain name that is on the board's
+    roster, holds a token of it, or is a member (as stored: names compare without case)."""
+    if name == "":
+        return name
+    problem = agent_name_problem(name)
+    if problem is not None:
+        raise InvalidInput(f"owner: {problem}", details=[{"field": "owner", "message": problem}])
+    known = (
+        Agent.objects.filter(board=board, name__iexact=name).values_list("name", flat=True).first()
+        or AgentToken.objects.filter(board=board, agent__iexact=name, revoked_at__isnull=True)
+        .values_list("agent", flat=True)
+        .first()
+        or get_user_model()
+        .objects.filter(username__iexact=name, is_active=True)
+        .filter(Q(board_memberships__board=board) | Q(is_superuser=True))
+        .values_list("username", flat=True)
+        .first()
+    )
+    if not known:
+        message = f"no agent or member called {name!r} on this board"
+        raise InvalidInput(f"owner: {message}", details=[{"field": "owner", "message": message}])
+    return str(known)
 
 
 def token_revoke(*, board: Board, token_id: int) -> AgentToken:

@@ -17,13 +17,20 @@ def approval_request(*, board: Board, agent: str, task_id: str | int, reason: st
 
 
 def approval_decide(
-    *, board: Board, person: str, task_id: str | int, approve: bool, note: str = ""
+    *,
+    board: Board,
+    person: str,
+    task_id: str | int,
+    approve: bool,
+    note: str = "",
+    version: int | None = None,
 ) -> Outcome:
-    """A person approves or denies a pending request (``lifecycle.decide``)."""
+    """A person approves or denies a pending request (``lifecycle.decide``); ``version``,
+    the task version they saw, refuses a decision on a task changed since."""
     note = text("note", note or "", 2000)
     with unit_of_work(board, person, person=True) as work:
         task = work.task(task_id)
-        lifecycle.decide(work, task, approve=approve, note=note)
+        lifecycle.decide(work, task, approve=approve, note=note, version=version)
     return Outcome(task.number, work.changes)
 
 

@@ -13,8 +13,14 @@ from ..errors import Conflict, InvalidInput
 from ..models import Attempt, Board, Status, Task, Usage
 from .work import Work
 
-TOKENS_MAX = 10**12
-COST_MAX = Decimal("1000000")
+# What one report may say, and what a task and a board may add up to. The sums stay far
+# inside their columns (DecimalField(16, 6): under ten billion dollars; big integers), so
+# no agent can store a number the database cannot read back.
+TOKENS_MAX = 10**9
+COST_MAX = Decimal("10000")
+TASK_TOKENS_MAX = 10**13
+TASK_COST_MAX = Decimal("1000000")
+BOARD_COST_MAX = Decimal("1000000000")
 CENT = Decimal("0.000001")
 MODEL_MAX = 100
 
@@ -56,6 +62,7 @@ def add_usage(work: Work, task: Task, usage: Mapping[str, Any]) -> dict[str, Any
         )
     if not (tokens_in or tokens_out or cost):
         return None
+    _check_totals(work, task, tokens_in, tokens_out, cost)
     task.input_tokens += tokens_in
     task.output_tokens += tokens_out
     task.cost_usd += cost
@@ -91,6 +98,29 @@ def add_usage(work: Work, task: Task, usage: Mapping[str, Any]) -> dict[str, Any
         "costUsd": float(cost),
         "model": model,
     }
+
+
+def _check_totals(work: Work, task: Task, tokens_in: int, tokens_out: int, cost: Decimal) -> None:
+    """Refuse a report that would take a task's or the board's sums past their caps."""
+    over = []
+    if task.input_tokens + tokens_in > TASK_TOKENS_MAX:
+        over.append(f"the task's input tokens past {TASK_TOKENS_MAX}")
+    if task.output_tokens + tokens_out > TASK_TOKENS_MAX:
+        over.append(f"the task's output tokens past {TASK_TOKENS_MAX}")
+    if task.cost_usd + cost > TASK_COST_MAX:
+        over.append(f"the task's cost past ${TASK_COST_MAX}")
+    if work.board.spent_usd + cost > BOARD_COST_MAX:
+        over.append(f"the board's spend past ${BOARD_COST_MAX}")
+    if over:
+        raise Conflict(
+            f"Task #{task.number}: this usage report would take {' and '.join(over)}; "
+            "nothing was recorded",
+            code="usage_limit",
+            details={
+                "taskCostUsd": float(task.cost_usd),
+                "boardSpentUsd": float(work.board.spent_usd),
+            },
+        )
 
 
 USAGE_FIELDS = ["input_tokens", "output_tokens", "cost_usd"]

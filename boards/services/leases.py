@@ -15,7 +15,7 @@ import logging
 import os
 import threading
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -117,52 +117,59 @@ def _check_held(work: Work, task: Task, agent: str) -> None:
 
 
 def sweep(*, now: datetime | None = None, limit: int = 200) -> int:
-    """Reclaim every lapsed lease (up to ``limit``); returns how many this call reclaimed."""
+    """Reclaim lapsed leases (up to ``limit`` a board); returns how many this call reclaimed.
+
+    Each board is swept on its own: a board that cannot be read or written (a failure
+    logged here) never stops another board's reclaims.
+    """
     now = now or timezone.now()
     # No ordering: the model's default (board, number) would join and sort the boards.
-    lapsed = (
-        Task.objects.filter(status=Status.IN_PROGRESS, lease_expires_at__lt=now)
-        .order_by()
-        .values_list("board_id", "number")[:limit]
-    )
-    by_board: dict[int, list[int]] = defaultdict(list)
-    for board_id, number in lapsed:
-        by_board[board_id].append(number)
+    lapsed = Task.objects.filter(status=Status.IN_PROGRESS, lease_expires_at__lt=now).order_by()
     reclaimed = 0
-    for board_id, numbers in by_board.items():
-        board = Board.objects.get(pk=board_id)
-        with unit_of_work(board, SWEEPER_ACTOR, person=True) as work:
-            # Under the board's lock: another process may have reclaimed it, or the owner
-            # renewed it, since the read above.
-            for task in Task.objects.filter(
-                board=work.board,
-                number__in=numbers,
-                status=Status.IN_PROGRESS,
-                lease_expires_at__lt=now,
-            ):
-                lifecycle.reclaim(work, task)
-                reclaimed += 1
+    for board_id in set(lapsed.values_list("board_id", flat=True)):
+        try:
+            reclaimed += _sweep_board(board_id, now, limit)
+        except Exception:
+            logger.exception("lease sweep of board %s failed", board_id)
     return reclaimed
 
 
-_started = threading.Event()
+def _sweep_board(board_id: int, now: datetime, limit: int) -> int:
+    board = Board.objects.get(pk=board_id)
+    reclaimed = 0
+    with unit_of_work(board, SWEEPER_ACTOR, person=True) as work:
+        # Under the board's lock: another process may have reclaimed it, or the owner
+        # renewed it, since the read above.
+        for task in Task.objects.filter(
+            board=work.board, status=Status.IN_PROGRESS, lease_expires_at__lt=now
+        ).order_by("number")[:limit]:
+            lifecycle.reclaim(work, task)
+            reclaimed += 1
+    return reclaimed
+
+
+def _guarded(name: str, step: Callable[[], object]) -> None:
+    """Run one of the sweeper's steps; a failure is logged and the others still run."""
+    try:
+        step()
+    except Exception:  # a database hiccup must not end the sweeper
+        logger.exception("%s failed", name)
 
 
 def _run(interval: float) -> None:
     rounds = 0
     while True:
-        try:
-            sweep()
-            # Webhook deliveries whose wake-up was lost or whose worker died go out again.
-            outbox.kick()
-            rounds += 1
-            if rounds % PRUNE_EVERY == 0:
-                outbox.prune()
-        except Exception:  # a database hiccup must not end the sweeper
-            logger.exception("lease sweep failed")
-        finally:
-            close_old_connections()
+        _guarded("lease sweep", sweep)
+        # Webhook deliveries whose wake-up was lost or whose worker died go out again.
+        _guarded("outbox kick", outbox.kick)
+        rounds += 1
+        if rounds % PRUNE_EVERY == 0:
+            _guarded("outbox prune", outbox.prune)
+        close_old_connections()
         threading.Event().wait(interval)
+
+
+_started = threading.Event()
 
 
 def start_sweeper(interval: float = SWEEP_INTERVAL_SECONDS) -> bool:

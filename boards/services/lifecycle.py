@@ -23,8 +23,16 @@ from typing import Any
 
 from django.conf import settings
 
-from ..errors import Conflict, InvalidInput
-from ..models import TERMINAL_STATUSES, ApprovalState, Attempt, AttemptOutcome, Status, Task
+from ..errors import Conflict, InvalidInput, PermissionDenied
+from ..models import (
+    TERMINAL_STATUSES,
+    Agent,
+    ApprovalState,
+    Attempt,
+    AttemptOutcome,
+    Status,
+    Task,
+)
 from ..selectors import iso
 from . import costs
 from .graph import open_blockers
@@ -75,8 +83,17 @@ def _check_not_blocked(task: Task) -> None:
 
 
 def _check_gate(work: Work, task: Task, action: str) -> None:
-    """The approval gate as it binds agents: ``action`` is a status or ``"deleted"``."""
+    """The approval gate: it binds agents; and finishing a gated task that no one has
+    approved is a decision on it, for people who may decide (approvers).
+    ``action`` is a status or ``"deleted"``."""
     if work.person:
+        if action in TERMINAL_STATUSES and awaits_person(task) and not work.approver:
+            raise _refuse(
+                task,
+                "approval_required",
+                "waits for a person's approval; finishing it is a decision that needs "
+                "the approver role",
+            )
         return
     if task.approval_state == ApprovalState.DENIED:
         note = f": {task.approval_note}" if task.approval_note else ""
@@ -101,6 +118,31 @@ def _check_gate(work: Work, task: Task, action: str) -> None:
             "approval_required",
             "needs a person's approval; claim it with TaskClaim to ask for it",
         )
+
+
+def awaits_person(task: Task) -> bool:
+    """A gated task no person has approved: what it holds back, only a person releases."""
+    return task.approval_required and task.approval_state != ApprovalState.APPROVED
+
+
+def check_unlink(work: Work, task: Task, blocker: Task) -> None:
+    """Going on without ``blocker`` releases ``task``: not an agent's call while the
+    blocker waits for a person's approval (the gate would be walked around), nor a
+    person's who may not decide approvals."""
+    if work.approver or blocker.status in TERMINAL_STATUSES or not awaits_person(blocker):
+        return
+    state = (
+        f"awaits approval requested by {blocker.approval_requested_by}"
+        if blocker.approval_state == ApprovalState.REQUESTED
+        else "needs a person's approval"
+    )
+    raise _refuse(
+        task,
+        "approval_required",
+        f"waits on #{blocker.number}, which {state}; only a person who may approve can remove that dependency",
+        blocker=str(blocker.number),
+        approval=blocker.approval_state,
+    )
 
 
 def _check_may_start(task: Task) -> None:
@@ -133,8 +175,6 @@ def check_status(work: Work, task: Task, status: str) -> None:
         _check_may_start(task)
         if not work.person:
             costs.check_budget(work.board)
-            if task.owner:
-                check_wip(work, task.owner)
 
 
 def set_status(work: Work, task: Task, status: str) -> dict[str, Any]:
@@ -173,16 +213,52 @@ def _clear_approval(work: Work, task: Task, why: str) -> dict[str, Any]:
 
 
 def content_changed(work: Work, task: Task, fields: set[str]) -> dict[str, Any]:
-    """An approved task whose approved content (subject, description, prompt,
-    metadata) changed loses its approval: a person approved what it was."""
+    """A change to the content a person approves (subject, description, prompt,
+    metadata) undoes the approval, and cancels a request still waiting: the person
+    would decide on something they never saw. The agent must ask again."""
     changed = sorted(fields & APPROVED_CONTENT)
-    if task.approval_state == ApprovalState.APPROVED and changed:
-        return _clear_approval(work, task, ", ".join(changed) + " changed")
+    if not changed:
+        return {}
+    why = ", ".join(changed) + " changed"
+    if task.approval_state == ApprovalState.REQUESTED:
+        task.approval_state = ApprovalState.NONE
+        work.record(
+            "approval_cancelled",
+            task.number,
+            reason=why,
+            requestedBy=task.approval_requested_by,
+            version=task.version + 1,
+        )
+        return {"approval": {"from": ApprovalState.REQUESTED, "to": ApprovalState.NONE}}
+    if task.approval_state == ApprovalState.APPROVED:
+        return _clear_approval(work, task, why)
     return {}
 
 
 def check_delete(work: Work, task: Task) -> None:
     _check_gate(work, task, "deleted")
+
+
+def check_takeover(work: Work, task: Task, owner: str) -> None:
+    """Taking in-progress work from a live agent is for people, for the token that agent
+    belongs to, and for orchestrators' tokens; any other agent is refused (403)."""
+    holder = task.owner
+    if work.person or work.grant.orchestrator or owner == holder:
+        return
+    if task.status != Status.IN_PROGRESS or not holder or holder == work.actor:
+        return
+    if task.lease_expires_at is not None and task.lease_expires_at <= work.now:
+        return  # its lease lapsed: nobody is working on it any more
+    holder_token = (
+        Agent.objects.filter(board=work.board, name=holder).values_list("token_id", flat=True)
+    ).first()
+    if work.grant.token_id is not None and holder_token == work.grant.token_id:
+        return
+    raise PermissionDenied(
+        f"Task #{task.number} is in progress under {holder}, whose lease is live; only a "
+        "person, an orchestrator's token or the token it belongs to can take it over",
+        code="not_your_task",
+    )
 
 
 def check_reassign(work: Work, task: Task) -> None:
@@ -230,9 +306,10 @@ def claim(work: Work, task: Task, *, lease_seconds: int | None = None) -> Outcom
                 )
             return Outcome(task.number, [], awaiting_approval=True)
         _check_gate(work, task, Status.IN_PROGRESS)  # a denied task stays denied
+        # The lease the claim asked for, kept for when a person approves it.
+        task.lease_seconds = lease_seconds
         request_approval(work, task, "claimed; waiting for approval before starting")
         return Outcome(task.number, work.changes, awaiting_approval=True)
-    check_wip(work, agent)
     was_status, was_owner = task.status, task.owner
     fields = _start(work, task, agent)
     settle(work, task, was_status, was_owner, lease_seconds=lease_seconds)
@@ -268,14 +345,24 @@ def request_approval(work: Work, task: Task, reason: str) -> None:
     )
 
 
-def decide(work: Work, task: Task, *, approve: bool, note: str) -> None:
+def decide(work: Work, task: Task, *, approve: bool, note: str, version: int | None = None) -> None:
     """A person's decision on a pending request.
 
-    Approving lets the requester's claim go through (owner + in progress) when
-    the task can start; denying cancels the task with the note.
+    ``version`` is the task version the person saw: a decision on a task that has
+    changed since is refused (they would decide on something they did not read).
+    Approving lets the requester's claim go through (owner + in progress) when the
+    task can start; denying cancels the task with the note.
     """
     if task.approval_state != ApprovalState.REQUESTED or task.status in TERMINAL_STATUSES:
         raise _refuse(task, "not_awaiting_approval", "is not awaiting approval")
+    if version is not None and version != task.version:
+        raise _refuse(
+            task,
+            "stale_version",
+            f"changed since you looked (you saw version {version}, it is now at "
+            f"{task.version}); read it again before deciding",
+            version=task.version,
+        )
     requester = task.approval_requested_by
     task.approval_state = ApprovalState.APPROVED if approve else ApprovalState.DENIED
     task.approval_decided_by = work.actor
@@ -297,7 +384,7 @@ def decide(work: Work, task: Task, *, approve: bool, note: str) -> None:
         work.touched.update(work.status_changed(task))  # its dependents are stuck now
         task.status = Status.CANCELLED
         task.completed_at = work.now
-    settle(work, task, was_status, was_owner)
+    settle(work, task, was_status, was_owner, lease_seconds=task.lease_seconds)
     kind = "approved" if approve else "denied"
     work.save_task(task, kind, change=kind, note=note, fields=fields, version=task.approval_version)
 
@@ -337,6 +424,8 @@ def settle(
         ended = outcome or (ATTEMPT_ENDS[task.status] if not running_now else "reassigned")
         _end_attempt(work, task, ended)
     if running_now and (not running_before or owner_changed):
+        # Whoever comes to hold in-progress work, by any path, is held to the limits.
+        check_wip(work, task.owner, entering=not running_before)
         task.attempts += 1
         Attempt.objects.create(task=task, n=task.attempts, agent=task.owner, started_at=work.now)
         if task.owner and task.owner == task.lease_lost_by:
@@ -386,10 +475,15 @@ def check_lease(work: Work, task: Task) -> None:
         )
 
 
-def check_wip(work: Work, agent: str) -> None:
-    """The board's work-in-progress limits, per agent and in all (None: no limit)."""
+def check_wip(work: Work, agent: str, *, entering: bool = True) -> None:
+    """The board's work-in-progress limits, per agent and in all (None: no limit).
+
+    ``agent`` (empty: nobody) is about to hold one more task in progress;
+    ``entering``: the task is entering in progress (not changing hands in it).
+    """
     board = work.board
-    per_agent, overall = board.max_in_progress_per_agent, board.max_in_progress
+    per_agent = board.max_in_progress_per_agent if agent else None
+    overall = board.max_in_progress if entering else None
     if per_agent is None and overall is None:
         return
     running = Task.objects.filter(board=board, status=Status.IN_PROGRESS)

@@ -10,7 +10,7 @@ from django.db.models import F
 from ..errors import Conflict, InvalidInput
 from ..models import PRIORITY_BY_NAME, ApprovalState, Board, Priority, Status, Task
 from ..selectors import task_to_dict, task_view
-from . import costs, graph, lifecycle
+from . import agents, costs, graph, lifecycle
 from .work import (
     LONG_TEXT_MAX,
     NAME_MAX,
@@ -169,6 +169,9 @@ def _update(
     for name, (public, limit) in UPDATABLE_TEXT.items():
         if name in fields and fields[name] is not None:
             value = text(public, fields[name], limit, required=(name == "subject"))
+            if name == "owner" and value != task.owner:
+                value = agents.owner_name(work.board, value.strip())
+                lifecycle.check_takeover(work, task, value)
             if value != getattr(task, name):
                 diff[public] = {"from": shown(getattr(task, name)), "to": shown(value)}
                 setattr(task, name, value)
@@ -197,6 +200,8 @@ def _update(
     removed = graph.resolve_all(
         work, fields.get("remove_blocked_by") or (), owner=task, field_name="blocked_by", refs=refs
     )
+    for blocker in removed:
+        lifecycle.check_unlink(work, task, blocker)
     if graph.remove_blockers(work, task, removed):
         diff["removeBlockedBy"] = {"to": [str(t.number) for t in removed]}
     added = graph.resolve_all(
@@ -254,6 +259,7 @@ def task_update(
     actor: str,
     task_id: str | int,
     person: bool = False,
+    approver: bool = True,
     subject: str | None = None,
     description: str | None = None,
     active_form: str | None = None,
@@ -299,7 +305,7 @@ def task_update(
     }
     if parent_id is not UNSET:
         fields["parent_id"] = parent_id
-    with unit_of_work(board, actor, person=person) as work:
+    with unit_of_work(board, actor, person=person, approver=approver) as work:
         task = work.task(task_id)
         if status == "deleted":
             _check_version(work, task, expected_version)

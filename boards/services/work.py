@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +37,29 @@ NAME_MAX = 100
 LONG_TEXT_MAX = 100_000
 # Event rows keep long texts shortened: the task itself has them in full.
 EVENT_VALUE_MAX = 500
+
+
+@dataclass(frozen=True)
+class Grant:
+    """The token an agent's call came with: which agents are its own, and whether it
+    is an orchestrator's (it may take over other agents' work)."""
+
+    token_id: int | None
+    orchestrator: bool = False
+
+
+_grant: ContextVar[Grant | None] = ContextVar("kanban_grant", default=None)
+
+
+@contextmanager
+def acting_with(grant: Grant) -> Iterator[None]:
+    """Run the services inside with ``grant`` as the calling agent's token (the tool
+    pipeline sets it once per call, so no service signature carries it)."""
+    reset = _grant.set(grant)
+    try:
+        yield
+    finally:
+        _grant.reset(reset)
 
 
 class _Unset:
@@ -64,10 +88,13 @@ class Work:
     holds agents to rules that people decide (the approval gate).
     """
 
-    def __init__(self, board: Board, actor: str, *, person: bool) -> None:
+    def __init__(self, board: Board, actor: str, *, person: bool, approver: bool = True) -> None:
         self.board = board
         self.actor = actor
         self.person = person
+        # A person who may decide approvals (approver role and up; commands and admin).
+        self.approver = person and approver
+        self.grant = _grant.get() or Grant(None)
         self.now = timezone.now()
         self.events: list[Event] = []
         self.changes: list[dict] = []
@@ -227,12 +254,14 @@ class Work:
 
 
 @contextmanager
-def unit_of_work(board: Board, actor: str, *, person: bool = False) -> Iterator[Work]:
+def unit_of_work(
+    board: Board, actor: str, *, person: bool = False, approver: bool = True
+) -> Iterator[Work]:
     with transaction.atomic():
         # One lock per board serialises its writers: task numbers, event sequence,
         # claims and cycle checks all read-then-write the same rows.
         locked = Board.objects.select_for_update().get(pk=board.pk)
-        work = Work(locked, actor, person=person)
+        work = Work(locked, actor, person=person, approver=approver)
         yield work
         work.finish()
     board.last_seq = locked.last_seq

@@ -18,14 +18,31 @@ class Command(BaseCommand):
             action="store_true",
             help="an admin-scoped token: reads the board's event log, calls no tools",
         )
+        parser.add_argument(
+            "--orchestrator",
+            action="store_true",
+            help="may take over in-progress work other tokens' agents hold (reassign, owner)",
+        )
 
     def handle(
-        self, *args: object, slug: str, agent: str, team: bool, admin: bool, **options: object
+        self,
+        *args: object,
+        slug: str,
+        agent: str,
+        team: bool,
+        admin: bool,
+        orchestrator: bool,
+        **options: object,
     ) -> None:
         try:
             board = selectors.board_get(slug)
             token = services.token_issue(
-                board=board, agent=agent, team=team, admin=admin, created_by="issuetoken"
+                board=board,
+                agent=agent,
+                team=team,
+                admin=admin,
+                orchestrator=orchestrator,
+                created_by="issuetoken",
             )
         except ServiceError as exc:
             raise CommandError(exc.message) from exc
