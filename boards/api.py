@@ -19,12 +19,15 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET
 
 from . import auth, dialects, metrics, permissions, schemas, selectors, tools
-from .errors import InvalidInput, PayloadTooLarge, ServiceError, error_body
+from .errors import InvalidInput, PayloadTooLarge, ServiceError, StoreBusy, error_body
 from .models import Board
 
 
 def error_response(exc: ServiceError) -> JsonResponse:
-    return JsonResponse(error_body(exc), status=exc.status)
+    response = JsonResponse(error_body(exc), status=exc.status)
+    if isinstance(exc, StoreBusy):
+        response["Retry-After"] = str(exc.retry_after)
+    return response
 
 
 def refused(exc: ServiceError, request: HttpRequest) -> JsonResponse:

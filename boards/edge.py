@@ -16,13 +16,14 @@ builds (``daphne.http_protocol.WebRequest``, looked up per connection).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from django.conf import settings
+from django.http import HttpRequest, HttpResponse
 from django.http.request import split_domain_port, validate_host
 
-from .errors import PayloadTooLarge, error_body
+from .errors import PayloadTooLarge, error_body, store_busy
 
 # Room for the MCP JSON-RPC envelope around a tool call's arguments (boards.mcp): the
 # tool API and the MCP endpoint each check their exact limit once the body is read.
@@ -215,3 +216,24 @@ class SameOriginValidator:
                 await send({"type": "websocket.close", "code": 4403})
                 return
         await self.app(scope, receive, send)
+
+
+class StoreBusyMiddleware:
+    """A people's page whose write met a database locked past its busy timeout answers
+    503 with Retry-After (nothing was changed), not 500."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        busy = store_busy(exception)
+        if busy is None:
+            return None
+        response = HttpResponse(
+            f'<p class="error" role="alert">{busy.message}</p>', status=busy.status
+        )
+        response["Retry-After"] = str(busy.retry_after)
+        return response

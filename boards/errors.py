@@ -50,6 +50,27 @@ class TooManyRequests(ServiceError):
     code = "too_many_requests"
 
 
+class StoreBusy(ServiceError):
+    """The database stayed locked past its busy timeout (SQLite under a burst of big
+    writes): nothing was changed, and the same call a moment later will go through."""
+
+    status = 503
+    code = "store_busy"
+    retry_after = 2
+
+
+def store_busy(exc: BaseException) -> StoreBusy | None:
+    """The refusal for a database error that means "busy, try again", or None."""
+    text = str(exc).lower()
+    if "database is locked" in text or "database table is locked" in text:
+        return StoreBusy(
+            "The board's database is busy with other writes; nothing was changed. "
+            f"Retry in {StoreBusy.retry_after} seconds",
+            details={"retryAfterSeconds": StoreBusy.retry_after},
+        )
+    return None
+
+
 class InternalError(ServiceError):
     status = 500
     code = "internal_error"

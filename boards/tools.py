@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from . import canonical, dialects, schemas, selectors, services
 from .auth import Caller
 from .canonical import Answer
-from .errors import InternalError, InvalidInput, NotFound, ServiceError
+from .errors import InternalError, InvalidInput, NotFound, ServiceError, store_busy
 
 logger = logging.getLogger(__name__)
 
@@ -104,7 +104,11 @@ def _run(caller: Caller, tool: Tool, arguments: Any) -> Answer:
         return _with_unread(caller, tool.handler(caller, validate(tool, arguments)))
 
 
-def _failed(exc: Exception, name: str, caller: Caller) -> InternalError:
+def _failed(exc: Exception, name: str, caller: Caller) -> ServiceError:
+    busy = store_busy(exc)
+    if busy is not None:
+        logger.warning("tool %s on board %s: the database is busy", name, caller.board.slug)
+        return busy
     logger.exception("tool %s on board %s failed", name, caller.board.slug)
     return InternalError("The server failed; the change was not applied")
 
@@ -113,7 +117,13 @@ def _authenticate_and_run(
     authenticate: Callable[[], Caller], name: str, arguments: Any, seed_dialects: bool
 ) -> tuple[Caller, Answer | None]:
     """The caller, and the answer unless the tool waits (it then runs on the event loop)."""
-    caller = authenticate()
+    try:
+        caller = authenticate()  # it writes too (the roster's seen mark, lease renewals)
+    except Exception as exc:
+        busy = store_busy(exc)
+        if busy is None:
+            raise
+        raise busy from exc
     tool = lookup(name, seed_dialects=seed_dialects)
     if tool.waits:
         return caller, None

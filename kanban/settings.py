@@ -156,6 +156,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "kanban.security.content_security_policy",
+    "boards.edge.StoreBusyMiddleware",
 ]
 
 ROOT_URLCONF = "kanban.urls"
