@@ -42,9 +42,9 @@ def status_to(data: dict[str, Any]) -> str | None:
 
 def signal_of(kind: str, data: dict[str, Any]) -> str | None:
     """The signal an event raises, or None."""
-    if kind == "approval_requested":
+    if kind in ("approval_requested", "tool_call_requested"):
         return APPROVAL_REQUESTED
-    if kind in ("approved", "denied"):
+    if kind in ("approved", "denied", "tool_call_approved", "tool_call_denied"):
         return APPROVAL_DECIDED
     if kind == "reclaimed":
         return RECLAIMED
@@ -114,5 +114,25 @@ def describe(kind: str, number: int | None, actor: str, data: dict[str, Any]) ->
         return f"Webhook {data.get('url', '')} {data.get('action', 'changed')}{by}"
     if kind == "webhook_test":
         return f"Test event sent{by}"
+    if kind.startswith("tool_call_"):
+        return _tool_call_sentence(kind, actor, data)
+    if kind in ("session_started", "session_ended"):
+        where = f" in {data['cwd']}" if data.get("cwd") else ""
+        verb = "started a session" if kind == "session_started" else "ended its session"
+        return f"{actor} {verb}{where}"
+    if kind == "gate_rule":
+        return f"Gate rule {data.get('action', 'changed')}{by}: {data.get('rule', '')}"
     changed = _fields(data)
     return f"{task} updated{by}" + (f" ({changed})" if changed else "")
+
+
+def _tool_call_sentence(kind: str, actor: str, data: dict[str, Any]) -> str:
+    call = f"{data.get('tool', '?')} `{str(data.get('summary', ''))[:120]}`"
+    if kind == "tool_call_requested":
+        return f"{actor} asks to run {call} (rule “{data.get('rule', '')}”)"
+    agent = data.get("agent", "?")
+    if kind == "tool_call_expired":
+        return f"Nobody answered {agent}'s {call}: {data.get('fallback', 'deny')} by the rule"
+    note = f": “{data['note']}”" if data.get("note") else ""
+    verb = "approved" if kind == "tool_call_approved" else "denied"
+    return f"{agent}'s {call} {verb} by {actor}{note}"

@@ -1,26 +1,47 @@
-"""The agent tool endpoint: ``POST /api/boards/<slug>/tools/<ToolName>`` (transport only).
+"""The agent API: ``POST /api/boards/<slug>/tools/<ToolName>`` and the hooks of coding
+clients, ``POST /api/boards/<slug>/hooks/claude-code`` (transport only).
 
 This module reads the request (method, size, JSON), authenticates the caller
-(``boards.auth``) and hands the tool call to the pipeline (``boards.tools``),
-then writes its answer or the §4 error shape.
+(``boards.auth``) and hands the tool call to the pipeline (``boards.tools``), or the
+hook event to ``services.session_event``, then writes its answer or the §4 error shape.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import logging
+from collections import Counter
 from datetime import date
 from functools import partial
 from typing import Any
 
+from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from django.db import close_old_connections
 from django.http import HttpRequest, JsonResponse
+from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET
+from pydantic import ValidationError
 
-from . import auth, dialects, metrics, permissions, schemas, selectors, tools
-from .errors import InvalidInput, PayloadTooLarge, ServiceError, StoreBusy, error_body
-from .models import Board
+from . import auth, dialects, metrics, permissions, schemas, selectors, services, tools
+from .errors import (
+    InvalidInput,
+    PayloadTooLarge,
+    ServiceError,
+    StoreBusy,
+    error_body,
+    store_busy,
+)
+from .events import group_name
+from .models import Board, CallState, ToolCall
+
+logger = logging.getLogger(__name__)
 
 
 def error_response(exc: ServiceError) -> JsonResponse:
@@ -224,3 +245,162 @@ def _day(request: HttpRequest) -> date | None:
         return date.fromisoformat(raw)
     except ValueError:
         raise InvalidInput("today: a date like 2026-11-20", details=[{"field": "today"}]) from None
+
+
+# -- coding clients' hooks (SPEC §11) -----------------------------------------------------------
+
+# Hook events whose answer may carry a person's unread messages to the session's model.
+MESSAGE_EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse")
+# How often a held call re-reads its row while it waits (a decision's push may be lost).
+HOLD_RECHECK_SECONDS = 5.0
+# Held calls per token in this process: each holds a request open.
+_holding: Counter[int | None] = Counter()
+
+
+def _without_nul(value: Any) -> Any:
+    """The client's JSON with U+0000 taken out of every string (PostgreSQL cannot store it;
+    a tool's output may carry it)."""
+    if isinstance(value, str):
+        return value.replace("\x00", "")
+    if isinstance(value, dict):
+        return {_without_nul(k): _without_nul(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_nul(v) for v in value]
+    return value
+
+
+def _hook_receive(request: HttpRequest, slug: str) -> tuple[auth.Caller, dict, services.Verdict]:
+    """Authenticate, validate and record one hook event (in a worker thread)."""
+    body: Any = None
+    problem: ServiceError | None = None
+    try:
+        body = parse_body(request)
+    except ServiceError as exc:
+        problem = exc  # refused after the token is checked: 401 comes first
+    session = body.get("session_id") if isinstance(body, dict) else None
+    default = f"claude-{session[:8]}" if isinstance(session, str) and session.isalnum() else ""
+    caller = auth.authenticate(request.headers, slug, default_agent=default)
+    if problem is not None:
+        raise problem
+    try:
+        event = schemas.HookInput.model_validate(_without_nul(body)).model_dump()
+    except ValidationError as exc:
+        details = schemas.validation_details(exc)
+        summary = "; ".join(f"{d['field']}: {d['message']}" for d in details[:10])
+        raise InvalidInput(f"Invalid hook input: {summary}", details=details) from exc
+    with services.acting_with(services.Grant(caller.token_id, caller.orchestrator)):
+        verdict = services.session_event(board=caller.board, agent=caller.agent, event=event)
+        if event["hook_event_name"] in MESSAGE_EVENTS:
+            unread = services.inbox_read(board=caller.board, agent=caller.agent, ack=True)
+            if unread:
+                event["_messages"] = "\n".join(
+                    f"Message from {m.sender} on the board: {m.body}" for m in unread
+                )
+    return caller, event, verdict
+
+
+def _hook_answer(event: dict, decision: str | None = None, reason: str = "") -> dict:
+    """Claude Code's hook output: a PreToolUse decision, or context for the model."""
+    name = event["hook_event_name"]
+    if decision is not None:
+        return {
+            "hookSpecificOutput": {
+                "hookEventName": name,
+                "permissionDecision": decision,
+                "permissionDecisionReason": reason,
+            }
+        }
+    if event.get("_messages"):
+        return {
+            "hookSpecificOutput": {"hookEventName": name, "additionalContext": event["_messages"]}
+        }
+    return {}
+
+
+def _call_state(call_id: int) -> ToolCall:
+    return ToolCall.objects.get(pk=call_id)
+
+
+async def _hold(caller: auth.Caller, call_id: int) -> tuple[str, str]:
+    """Wait, holding no thread and no connection, until a person decides the held call or
+    its deadline passes (then its rule's fallback); the (decision, reason) to answer."""
+    layer = get_channel_layer()
+    group = group_name(caller.board.pk)
+    channel = ""
+    try:
+        channel = await layer.new_channel()
+        # Joined before the first read, so a decision landing in between is not missed.
+        await asyncio.wait_for(layer.group_add(group, channel), 2)
+    except Exception:
+        logger.warning("held call on board %s: channel layer unavailable, polling", group)
+        channel = ""
+    read = database_sync_to_async(_call_state)
+    try:
+        await sync_to_async(close_old_connections)()
+        while True:
+            call = await read(call_id)
+            if call.state != CallState.REQUESTED:
+                return services.verdict_of(call)
+            remaining = (call.deadline - timezone.now()).total_seconds()
+            if remaining <= 0:
+                await database_sync_to_async(services.tool_call_expire)(
+                    board=caller.board, call_id=call_id
+                )
+                continue
+            pause = min(remaining, HOLD_RECHECK_SECONDS)
+            if not channel:
+                await asyncio.sleep(min(pause, 1.0))
+                continue
+            try:
+                await asyncio.wait_for(_decision_pushed(layer, channel), pause)
+            except TimeoutError:
+                continue
+            except Exception:
+                logger.warning("held call on board %s: channel layer failed, polling", group)
+                channel = ""
+    finally:
+        if channel:
+            with contextlib.suppress(Exception):
+                await layer.group_discard(group, channel)
+
+
+async def _decision_pushed(layer: Any, channel: str) -> None:
+    """Return once the board's stream carries a decision on some held call."""
+    while True:
+        message = await layer.receive(channel)
+        if any(str(e.get("kind", "")).startswith("tool_call_") for e in message.get("events", ())):
+            return
+
+
+@csrf_exempt
+async def claude_code_hook(request: HttpRequest, slug: str) -> JsonResponse:
+    """``POST /api/boards/<slug>/hooks/claude-code``: one Claude Code hook event.
+
+    Answers Claude Code's hook output at once, except for a tool call that a gate rule
+    holds for a person: that request stays open until the decision or the rule's
+    deadline (SPEC §11).
+    """
+    if request.method != "POST":
+        return error_response(InvalidInput("Send hook events with POST", code="method_not_allowed"))
+    try:
+        caller, event, verdict = await sync_to_async(_hook_receive)(request, slug)
+    except ServiceError as exc:
+        return refused(exc, request)
+    except Exception as exc:
+        busy = store_busy(exc)
+        if busy is None:
+            raise
+        return refused(busy, request)
+    decision, reason = verdict.decision, verdict.reason
+    if verdict.held is not None:
+        if _holding[caller.token_id] >= settings.KANBAN_WATCHES_PER_TOKEN:
+            decision, reason = "deny", "Too many of this token's calls are waiting for a person"
+        else:
+            _holding[caller.token_id] += 1
+            try:
+                decision, reason = await _hold(caller, verdict.held)
+            finally:
+                _holding[caller.token_id] -= 1
+    return JsonResponse(
+        _hook_answer(event, decision, reason), json_dumps_params={"ensure_ascii": False}
+    )

@@ -25,13 +25,13 @@ class Caller:
     orchestrator: bool = False
 
 
-def authenticate(headers: Mapping[str, str], board_slug: str) -> Caller:
+def authenticate(headers: Mapping[str, str], board_slug: str, *, default_agent: str = "") -> Caller:
     """The caller named by a request's headers (a case-insensitive mapping).
 
     ``Authorization: Bearer <token>``; a team token names its agent in
-    ``X-Agent``: a plain name (``models.agent_name_problem``) that is neither an
-    agent with a token of its own nor a person. The agent is marked seen on the
-    board's roster.
+    ``X-Agent`` (else ``default_agent``, when the door has one): a plain name
+    (``models.agent_name_problem``) that is neither an agent with a token of its own
+    nor a person. The agent is marked seen on the board's roster.
     """
     token, board = _token(headers, board_slug)
     if token.scope != AGENT_SCOPE:
@@ -40,7 +40,7 @@ def authenticate(headers: Mapping[str, str], board_slug: str) -> Caller:
             code="wrong_scope",
         )
     if token.is_team:
-        agent = headers.get("X-Agent", "").strip()
+        agent = headers.get("X-Agent", "").strip() or default_agent
         if not agent:
             raise InvalidInput(
                 "A team token needs the agent's name in the X-Agent header",

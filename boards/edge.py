@@ -16,12 +16,13 @@ builds (``daphne.http_protocol.WebRequest``, looked up per connection).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.http.request import split_domain_port, validate_host
+from django.utils.deprecation import MiddlewareMixin
 
 from .errors import PayloadTooLarge, error_body, store_busy
 
@@ -218,15 +219,11 @@ class SameOriginValidator:
         await self.app(scope, receive, send)
 
 
-class StoreBusyMiddleware:
+class StoreBusyMiddleware(MiddlewareMixin):
     """A people's page whose write met a database locked past its busy timeout answers
-    503 with Retry-After (nothing was changed), not 500."""
-
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
-        self.get_response = get_response
-
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        return self.get_response(request)
+    503 with Retry-After (nothing was changed), not 500. (``MiddlewareMixin`` keeps it
+    async-capable: a sync-only middleware would run the async views, and their waits,
+    through a thread.)"""
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         busy = store_busy(exception)

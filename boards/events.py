@@ -19,6 +19,7 @@ import logging
 import os
 import queue
 import threading
+import time
 from collections.abc import Iterable
 from functools import partial
 from typing import Any
@@ -32,7 +33,7 @@ from django.dispatch import receiver
 from django.http import HttpRequest
 
 from .activity import describe, signal_of
-from .models import Board, Event
+from .models import Board, Event, Status, Task
 from .rendering import board_fragments
 
 logger = logging.getLogger(__name__)
@@ -123,6 +124,58 @@ def _send(
     job = (board_id, events, touched, reset, header)
     if settings.KANBAN_PUSH_IN_BACKGROUND:
         _publisher().put((job, _server_loop()))
+    else:
+        _deliver(*job)
+
+
+def publish_later(board_id: int, agent: str) -> None:
+    """After commit, re-render the board's roster and the cards ``agent`` holds, at most
+    once per ``KANBAN_SESSION_PUSH_SECONDS`` a board: a client session's routine activity
+    (ten tool calls a second) is coalesced into a few pushes, none of them lost (the last
+    change of a burst is always sent)."""
+    transaction.on_commit(partial(_coalesce, board_id, agent), robust=True)
+
+
+_later: dict[int, set[str]] = {}
+_last_flush: dict[int, float] = {}
+_later_lock = threading.Lock()
+
+
+def _coalesce(board_id: int, agent: str) -> None:
+    loop = _server_loop()
+    window = float(settings.KANBAN_SESSION_PUSH_SECONDS)
+    with _later_lock:
+        if board_id in _later:
+            _later[board_id].add(agent)  # a flush is already due: it will carry this too
+            return
+        _later[board_id] = {agent}
+        wait = _last_flush.get(board_id, -window) + window - time.monotonic()
+    if wait <= 0:
+        _flush(board_id, loop)
+    else:
+        timer = threading.Timer(wait, _flush, args=(board_id, loop, True))
+        timer.daemon = True
+        timer.start()
+
+
+def _flush(board_id: int, loop: asyncio.AbstractEventLoop | None, own_thread: bool = False) -> None:
+    with _later_lock:
+        agents = _later.pop(board_id, set())
+        _last_flush[board_id] = time.monotonic()
+    try:
+        held = Task.objects.filter(
+            board_id=board_id, status=Status.IN_PROGRESS, owner__in=sorted(agents)
+        ).order_by("number")
+        touched = list(held.values_list("number", flat=True)[:20])
+    except Exception:
+        logger.exception("reading the cards of board %s's sessions failed", board_id)
+        touched = []
+    finally:
+        if own_thread:  # the timer's thread: its connection is its own to close
+            close_old_connections()
+    job: tuple[int, list[dict], list[int], bool, bool] = (board_id, [], touched, False, True)
+    if settings.KANBAN_PUSH_IN_BACKGROUND:
+        _publisher().put((job, loop))
     else:
         _deliver(*job)
 

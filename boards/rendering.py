@@ -13,7 +13,7 @@ from typing import Any
 from django.conf import settings
 from django.template.loader import render_to_string
 
-from . import selectors
+from . import clients, selectors
 from .models import Board, Status
 
 COLUMN_TITLES = {
@@ -74,6 +74,10 @@ def header_context(board: Board) -> dict[str, Any]:
         "blocked": counts["blocked"],
         "completed": counts["completed"] + counts["failed"] + counts["cancelled"],
     }
+    sessions = clients.live_sessions(board)
+    roster = selectors.roster(board)
+    for row in roster:
+        row["session"] = sessions.get(row["name"])
     return {
         "board": board,
         "counts": counts,
@@ -84,8 +88,11 @@ def header_context(board: Board) -> dict[str, Any]:
             for key, title in COLUMN_TITLES.items()
         ],
         "approvals": selectors.approval_requests(board),
+        "held_calls": clients.held_calls(board),
+        "waiting_sessions": clients.waiting_sessions(board),
         "attention": selectors.attention_requests(board),
-        "roster": selectors.roster(board),
+        "roster": roster,
+        "doing": clients.doing_by_agent(sessions),
         "oob": True,
     }
 
@@ -126,13 +133,22 @@ def board_fragments(
     # Without a header re-render, cards carry no stale mark: the page sets it from the roster.
     context = header_context(board) if header else None
     stale = stale_agents(context["roster"]) if context else set()
+    running = any(v.task.status == Status.IN_PROGRESS for v in views.values())
+    doing = (
+        context["doing"]
+        if context
+        else clients.doing_by_agent(clients.live_sessions(board))
+        if running
+        else {}
+    )
     cards: dict[str, str] = {}
     for number in numbers:
         html = f'<div id="task-{number}" hx-swap-oob="delete"></div>'
         view = views.get(number)
         if view is not None:
             card = render_to_string(
-                "boards/board.html#card", {"board": board, "view": view, "stale": stale}
+                "boards/board.html#card",
+                {"board": board, "view": view, "stale": stale, "doing": doing},
             )
             html += f'<template hx-swap-oob="beforeend:#cards-{view.column}">{card}</template>'
         cards[str(number)] = html

@@ -601,3 +601,24 @@ def openapi_document() -> dict[str, Any]:
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         },
     }
+
+
+class HookInput(BaseModel):
+    """A coding client's hook event (Claude Code's hook input, SPEC §11): the fields the
+    board reads are checked; whatever else a client version sends is let through."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    hook_event_name: Annotated[str, StringConstraints(min_length=1, max_length=64)]
+    session_id: Annotated[
+        str, StringConstraints(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._:-]+$")
+    ]
+    cwd: Annotated[str, StringConstraints(max_length=4096)] = ""
+    permission_mode: Annotated[str, StringConstraints(max_length=64)] | None = None
+    tool_name: Annotated[str, StringConstraints(max_length=200)] | None = None
+    tool_input: dict[str, Any] | None = None
+    tool_use_id: Annotated[str, StringConstraints(max_length=128)] | None = None
+    duration_ms: int | float | None = None
+    prompt: Annotated[str, StringConstraints(max_length=100_000)] | None = None
+    message: Annotated[str, StringConstraints(max_length=10_000)] | None = None
+    model: str | dict[str, Any] | None = None

@@ -11,6 +11,7 @@ from datetime import date
 from functools import wraps
 from typing import Any
 
+from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -19,14 +20,24 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.cache import add_never_cache_headers, patch_vary_headers
 from django.utils.html import escape
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.middleware import HtmxDetails
 
-from . import charts, metrics, permissions, selectors, services
+from . import charts, gates, metrics, permissions, selectors, services
 from .activity import SIGNALS
 from .errors import InvalidInput, NotFound, ServiceError, error_body
-from .models import Agent, AgentToken, Board, Membership, Priority, Role, Status, Task
-from .rendering import DROP_STATUS, board_context, stale_agents
+from .models import (
+    Agent,
+    AgentToken,
+    Board,
+    GateRule,
+    Membership,
+    Priority,
+    Role,
+    Status,
+    Task,
+)
+from .rendering import DROP_STATUS, board_context, header_context, stale_agents
 
 
 class HtmxHttpRequest(HttpRequest):
@@ -261,6 +272,34 @@ def task_action(
 
 
 @require_POST
+@board_access("approve")
+def call_decide(
+    request: HtmxHttpRequest, board: Board, role: Role, call_id: int, action: str
+) -> HttpResponse:
+    """Approve or deny a coding client's held tool call; the waiting client hears it at
+    once (``services.tool_call_decide``), with the note as the reason its model reads."""
+    if action not in ("approve", "deny"):
+        raise Http404("Unknown action")
+    try:
+        services.tool_call_decide(
+            board=board,
+            person=_person(request),
+            call_id=call_id,
+            approve=action == "approve",
+            note=request.POST.get("note", ""),
+        )
+    except ServiceError as exc:
+        if request.htmx:
+            return _refusal(request, exc)
+        messages.error(request, exc.message)
+        return redirect("board", slug=board.slug)
+    if request.htmx:
+        context = {**header_context(board), "oob": False}
+        return render(request, "boards/board.html#approvals", context)
+    return redirect("board", slug=board.slug)
+
+
+@require_POST
 @board_access("reset")
 def board_reset_post(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResponse:
     if request.POST.get("confirm") != board.slug:
@@ -416,6 +455,60 @@ def board_settings(request: HtmxHttpRequest, board: Board, role: Role) -> HttpRe
         "default_lease": settings.KANBAN_LEASE_SECONDS,
     }
     return render(request, "boards/settings.html", context, status=400 if error else 200)
+
+
+class GateRuleForm(forms.Form):
+    """A new gate rule, in people's words (the service checks it again: one rule, one place)."""
+
+    tool = forms.CharField(
+        max_length=gates.TOOL_GLOB_MAX, label="Tools (e.g. Bash, Write|Edit, mcp__*)"
+    )
+    pattern = forms.CharField(
+        max_length=gates.PATTERN_MAX, required=False, label="Pattern over the command, path or URL"
+    )
+    outside_cwd = forms.BooleanField(
+        required=False, label="Only paths outside the session's folder"
+    )
+    decision = forms.ChoiceField(choices=[(d, d) for d in gates.DECISIONS], initial=gates.ASK)
+    wait_seconds = forms.IntegerField(
+        min_value=gates.WAIT_MIN,
+        max_value=gates.WAIT_MAX,
+        initial=gates.WAIT_DEFAULT,
+        label="Wait for a person (seconds)",
+    )
+    fallback = forms.ChoiceField(
+        choices=[(d, d) for d in gates.FALLBACKS], initial=gates.DENY, label="If nobody answers"
+    )
+    note = forms.CharField(max_length=gates.NOTE_MAX, required=False, label="What it guards")
+
+
+@require_http_methods(["GET", "POST"])
+@board_access("settings")
+def gate_rules(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResponse:
+    """The board's gate rules: which of its agents' own tool calls wait for a person."""
+    form = GateRuleForm()
+    status = 200
+    if request.method == "POST":
+        try:
+            if "remove" in request.POST:
+                rule_id = _posted_version(request.POST.get("remove"))
+                if rule_id is None:
+                    raise InvalidInput("remove: the rule to remove")
+                services.gate_rule_remove(board=board, actor=_person(request), rule_id=rule_id)
+                messages.success(request, "Rule removed.")
+                return redirect("gate-rules", slug=board.slug)
+            form = GateRuleForm(request.POST)
+            if form.is_valid():
+                services.gate_rule_add(board=board, actor=_person(request), **form.cleaned_data)
+                messages.success(request, "Rule added.")
+                return redirect("gate-rules", slug=board.slug)
+            status = 400
+        except ServiceError as exc:
+            form.add_error(None, exc.message)
+            status = exc.status
+    rules = list(GateRule.objects.filter(board=board).order_by("position", "id"))
+    context = {"board": board, "rules": rules, "form": form}
+    return render(request, "boards/gates.html", context, status=status)
 
 
 @require_GET

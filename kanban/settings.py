@@ -262,6 +262,10 @@ LOGGING = {
 KANBAN_TEAM_AGENT_LIMIT = int(os.environ.get("KANBAN_TEAM_AGENT_LIMIT", "200"))
 # TaskWatch calls one token may have waiting at once, per server process; 429 beyond.
 KANBAN_WATCHES_PER_TOKEN = int(os.environ.get("KANBAN_WATCHES_PER_TOKEN", "50"))
+# Client sessions (hooks, SPEC §11): tool calls kept per session, and at most one roster
+# push a board per this many seconds however busy its sessions are.
+KANBAN_SESSION_CALLS = int(os.environ.get("KANBAN_SESSION_CALLS", "20"))
+KANBAN_SESSION_PUSH_SECONDS = float(os.environ.get("KANBAN_SESSION_PUSH_SECONDS", "1.0"))
 
 # -- outbound webhooks (boards.services.webhooks) ---------------------------------------------
 # Deliveries run as tasks of Django's tasks framework (the django-tasks backport) on its

@@ -40,6 +40,12 @@ urlpatterns = [
     path("boards/<slug:slug>/messages/", views.message_send_post, name="message-send"),
     path("boards/<slug:slug>/tasks/<number:number>/", views.task_detail, name="task"),
     path(
+        "boards/<slug:slug>/calls/<number:call_id>/<str:action>/",
+        views.call_decide,
+        name="call-decide",
+    ),
+    path("boards/<slug:slug>/gates/", views.gate_rules, name="gate-rules"),
+    path(
         "boards/<slug:slug>/tasks/<number:number>/<str:action>/",
         views.task_action,
         name="task-action",
@@ -58,6 +64,7 @@ urlpatterns = [
     path("api/boards/<slug:slug>/metrics", api.board_metrics, name="metrics-api"),
     path("api/boards/<slug:slug>/tools", api.tool_list, name="tool-list"),
     path("api/boards/<slug:slug>/tools/<str:tool>", api.tool_call, name="tool-call"),
+    path("api/boards/<slug:slug>/hooks/claude-code", api.claude_code_hook, name="hook-claude-code"),
 ]
 
 if settings.KANBAN_BENCH:

@@ -16,6 +16,17 @@ from .agents import agent_remove, agent_seen, owner_name, token_issue, token_rev
 from .approvals import approval_decide, approval_request, approval_require
 from .boards import SETTINGS as BOARD_SETTINGS
 from .boards import board_create, board_reset, board_settings
+from .hooks import (
+    Verdict,
+    gate_rule_add,
+    gate_rule_remove,
+    gate_rules_default,
+    session_event,
+    tool_call_decide,
+    tool_call_expire,
+    tool_calls_expire,
+    verdict_of,
+)
 from .leases import heartbeat as task_heartbeat
 from .leases import renew as leases_renew
 from .leases import start_sweeper
@@ -47,6 +58,7 @@ __all__ = [
     "UNSET",
     "Grant",
     "Outcome",
+    "Verdict",
     "acting_with",
     "agent_remove",
     "agent_seen",
@@ -57,6 +69,9 @@ __all__ = [
     "board_reset",
     "board_settings",
     "delivery_redeliver",
+    "gate_rule_add",
+    "gate_rule_remove",
+    "gate_rules_default",
     "inbox_read",
     "leases_renew",
     "leases_sweep",
@@ -64,6 +79,7 @@ __all__ = [
     "member_set",
     "message_send",
     "owner_name",
+    "session_event",
     "start_sweeper",
     "start_workers",
     "subscription_set",
@@ -77,6 +93,10 @@ __all__ = [
     "task_update",
     "token_issue",
     "token_revoke",
+    "tool_call_decide",
+    "tool_call_expire",
+    "tool_calls_expire",
+    "verdict_of",
     "webhook_add",
     "webhook_change",
     "webhook_remove",

@@ -11,6 +11,7 @@ from django.db import transaction
 
 from ..errors import Conflict, InvalidInput
 from ..models import Board, Task
+from . import hooks
 from .work import Outcome, text, unit_of_work
 
 SLUG_MAX = 64
@@ -30,6 +31,7 @@ def board_create(*, slug: str, name: str = "", actor: str = "system") -> Board:
         if Board.objects.filter(slug=slug).exists():
             raise Conflict(f"Board {slug!r} already exists", code="exists")
         board = Board.objects.create(slug=slug, name=name)
+        hooks.gate_rules_default(board=board)
         with unit_of_work(board, actor, person=True) as work:
             work.record("board_created", None, slug=slug, name=name)
     return board

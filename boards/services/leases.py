@@ -26,7 +26,7 @@ from .. import events
 from ..errors import Conflict
 from ..models import Board, Status, Task
 from ..selectors import iso
-from . import costs, lifecycle, outbox
+from . import costs, hooks, lifecycle, outbox
 from .work import Work, unit_of_work
 
 logger = logging.getLogger(__name__)
@@ -160,6 +160,8 @@ def _run(interval: float) -> None:
     rounds = 0
     while True:
         _guarded("lease sweep", sweep)
+        # Held tool calls whose client went away end with their rule's fallback.
+        _guarded("tool call expiry", hooks.tool_calls_expire)
         # Webhook deliveries whose wake-up was lost or whose worker died go out again.
         _guarded("outbox kick", outbox.kick)
         rounds += 1

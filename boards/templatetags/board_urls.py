@@ -25,3 +25,9 @@ def _prefix(script_prefix: str, slug: str) -> str:
 @register.simple_tag
 def task_url(slug: str, number: int | str) -> str:
     return f"{_prefix(get_script_prefix(), slug)}{int(number)}/"
+
+
+@register.filter
+def of(mapping: dict, key: str) -> object:
+    """``{{ doing|of:view.task.owner }}``: a mapping's value for a key (or empty)."""
+    return mapping.get(key, "") if isinstance(mapping, dict) else ""
