@@ -1,7 +1,8 @@
 """The board's WebSocket: forwards rendered fragments of its board's changes.
 
 Consumers never write. They authenticate, join the board's group, and on
-(re)connect send what the browser missed since the sequence it names.
+(re)connect send what the browser missed since the sequence it names. They close
+when their person logs out, or loses the board or their account (``events.user_group``).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.contrib.auth import get_user_model
 from django.utils.html import format_html, format_html_join
 
 from . import events, permissions
@@ -19,6 +21,7 @@ from .rendering import header_context, header_parts
 # Close codes in the 4xxx range make the browser's extension give up instead of reconnecting.
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
+CLOSE_RETRY = 1011  # the server could not go on; the page reconnects
 
 
 def _seq_marker(seq: int) -> str:
@@ -45,19 +48,39 @@ def _board_for(user: object, slug: str) -> Board | None:
     return board
 
 
+def _refusal_now(user_id: int, board_id: int) -> int | None:
+    """The close code a new socket of this person on this board would get now (the
+    account gone or deactivated: 4401; the board gone or not theirs: 4404), or None."""
+    user = get_user_model().objects.filter(pk=user_id).first()
+    if user is None or not user.is_active:
+        return CLOSE_UNAUTHENTICATED
+    board = Board.objects.filter(pk=board_id).first()
+    if board is None or permissions.role_of(user, board) is None:
+        return CLOSE_NOT_FOUND
+    return None
+
+
 class BoardConsumer(AsyncWebsocketConsumer):
     board_id: int
     group: str
+    user_id: int
+    user_group = ""
+    ended = False
 
     async def connect(self) -> None:
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
+        # Joined before access is checked: a removal that commits in between is heard
+        # (messages wait until connect returns, then the socket checks again).
+        self.user_id = user.pk
+        self.user_group = events.user_group(user.pk)
+        await self.channel_layer.group_add(self.user_group, self.channel_name)
         slug = self.scope["url_route"]["kwargs"]["slug"]
         board = await database_sync_to_async(_board_for)(user, slug)
         if board is None:  # no such board, or the person is not a member: the same answer
-            await self.close(code=CLOSE_NOT_FOUND)
+            await self._end(CLOSE_NOT_FOUND)
             return
         self.board_id = board.pk
         self.group = events.group_name(board.pk)
@@ -102,20 +125,51 @@ class BoardConsumer(AsyncWebsocketConsumer):
         return events.render_update(board.pk, numbers, full=full)
 
     async def disconnect(self, code: int) -> None:
+        await self._leave()
+
+    async def _leave(self) -> None:
         if hasattr(self, "group"):
             await self.channel_layer.group_discard(self.group, self.channel_name)
         if getattr(self, "session_group", ""):
             await self.channel_layer.group_discard(self.session_group, self.channel_name)
+        if self.user_group:
+            await self.channel_layer.group_discard(self.user_group, self.channel_name)
+
+    async def _end(self, code: int) -> None:
+        """Close with ``code`` (4xxx: the page does not reconnect) and forward nothing more."""
+        if self.ended:
+            return
+        self.ended = True
+        await self._leave()
+        await self.close(code=code)
 
     async def session_ended(self, message: dict) -> None:
         """Its person logged out: the board stops here (the page shows the socket down)."""
-        await self.close(code=CLOSE_UNAUTHENTICATED)
+        await self._end(CLOSE_UNAUTHENTICATED)
+
+    async def access_changed(self, message: dict) -> None:
+        """Its person was taken off a board, or their account deactivated or deleted: the
+        socket closes if it would be refused now, with the code it would be refused with."""
+        if self.ended or not hasattr(self, "board_id"):
+            return
+        if message.get("board") not in (None, self.board_id):
+            return
+        try:
+            code = await database_sync_to_async(_refusal_now)(self.user_id, self.board_id)
+        except Exception:
+            # Access could not be confirmed: stop rather than leak, with a code the page
+            # reconnects after (its reconnection is checked like any other).
+            code = CLOSE_RETRY
+        if code is not None:
+            await self._end(code)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         # The board socket only pushes; anything a client sends is a protocol error.
         await self.close(code=4400)
 
     async def board_update(self, message: dict) -> None:
+        if self.ended:
+            return  # (already in this socket's queue when it was told to stop)
         label = message["seq"]
         if message.get("events") and label <= self.floor:
             return  # (a push without events, the roster or a lease renewal, has no seq of its own)

@@ -9,6 +9,11 @@ A change is sent to the channel-layer group ``board_<id>`` as one message::
 tasks, so the fragments are at least that new. Consumers use it to drop a
 fragment that arrives after a newer one of the same card, and browsers send the
 last one they saw when they reconnect, to catch up.
+
+A board's socket also joins two groups that only ever tell it to stop: its login
+session's (``session.ended`` on logout) and its person's, ``user_<id>``
+(``access.changed`` when they are taken off a board, or their account is
+deactivated or deleted: the socket checks it may stay open).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.conf import settings
 from django.contrib.auth.signals import user_logged_out
 from django.db import close_old_connections, transaction
+from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 from django.http import HttpRequest
 
@@ -51,6 +57,11 @@ def session_group(session_key: str) -> str:
     return "session_" + hashlib.sha256(session_key.encode()).hexdigest()[:32]
 
 
+def user_group(user_id: int) -> str:
+    """The group of one person's sockets, on every board they have open."""
+    return f"user_{user_id}"
+
+
 @receiver(user_logged_out, dispatch_uid="boards.events.end_session")
 def _on_logout(sender: Any, request: HttpRequest | None = None, **kwargs: Any) -> None:
     # A board's socket outlives its page: when its person logs out, it must stop too.
@@ -60,14 +71,46 @@ def _on_logout(sender: Any, request: HttpRequest | None = None, **kwargs: Any) -
 
 def end_session(session_key: str) -> None:
     """Close every socket of a login session that just ended (logout), in every process."""
+    _control(session_group(session_key), {"type": "session.ended"})
+
+
+# A save that writes only these fields cannot change what its person may see
+# (``last_login`` is saved on every login).
+ACCESS_FIELDS = frozenset({"is_active", "is_superuser"})
+
+
+@receiver(post_save, sender=settings.AUTH_USER_MODEL, dispatch_uid="boards.events.user_saved")
+def _on_user_saved(
+    sender: Any, instance: Any, created: bool, update_fields: Any = None, **kwargs: Any
+) -> None:
+    # A person deactivated, or no longer a superuser, in the admin site (or anywhere
+    # else the user model is saved): their open boards must check they may stay open.
+    if not created and (update_fields is None or ACCESS_FIELDS & set(update_fields)):
+        access_changed(user_id=instance.pk)
+
+
+@receiver(post_delete, sender=settings.AUTH_USER_MODEL, dispatch_uid="boards.events.user_deleted")
+def _on_user_deleted(sender: Any, instance: Any, **kwargs: Any) -> None:
+    access_changed(user_id=instance.pk)
+
+
+def access_changed(*, user_id: int, board_id: int | None = None) -> None:
+    """Once the current transaction commits, have the person's open sockets on the board
+    (``board_id``), or on every board (None), check that their person may still see it,
+    and close if not; in every process. Nothing is sent if the transaction rolls back.
+    """
+    message = {"type": "access.changed", "board": board_id}
+    transaction.on_commit(partial(_control, user_group(user_id), message), robust=True)
+
+
+def _control(group: str, message: dict) -> None:
+    """Send a message that tells sockets to stop; a failure is logged (its write stands)."""
     try:
         layer = get_channel_layer()
-        if layer is not None:
-            async_to_sync(_bounded_group_send)(
-                layer, session_group(session_key), {"type": "session.ended"}
-            )
+        if layer is not None and _may_have_listeners(layer, group):
+            async_to_sync(_bounded_group_send)(layer, group, message)
     except Exception:
-        logger.exception("closing the sockets of an ended session failed")
+        logger.exception("telling the sockets of %s to stop failed", group)
 
 
 def event_to_dict(event: Event) -> dict:
@@ -222,7 +265,8 @@ def _deliver(
 
 
 def _may_have_listeners(layer: Any, group: str) -> bool:
-    """False only when nobody can receive the update: no open board, no waiting TaskWatch.
+    """False only when nobody can receive a message sent to the group: for a board's
+    update, no open board and no waiting TaskWatch.
 
     Rendering a write's fragments costs more CPU than the write itself; a board nobody
     watches should not pay it. Only the in-memory layer (one process) can tell for sure;

@@ -120,9 +120,17 @@ KANBAN_CONTENT_SECURITY_POLICY = os.environ.get(
     "img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; "
     "base-uri 'self'; form-action 'self'; object-src 'none'",
 )
-# Failed logins allowed per username and per address in the window, then 429.
+# The login throttle (kanban.security): failed logins allowed per username in the window,
+# then 429 until it ends; per address, failures after which each attempt waits the delay.
 KANBAN_LOGIN_FAILURES = int(os.environ.get("KANBAN_LOGIN_FAILURES", "10"))
 KANBAN_LOGIN_WINDOW_SECONDS = int(os.environ.get("KANBAN_LOGIN_WINDOW_SECONDS", "900"))
+KANBAN_LOGIN_ADDRESS_FAILURES = int(os.environ.get("KANBAN_LOGIN_ADDRESS_FAILURES", "100"))
+KANBAN_LOGIN_ADDRESS_DELAY_SECONDS = int(os.environ.get("KANBAN_LOGIN_ADDRESS_DELAY_SECONDS", "5"))
+# Behind reverse proxies every request comes from a proxy's address: name the header
+# the proxies write the client's address into (e.g. X-Forwarded-For) and how many of
+# them append to it. Unset, the peer's address (REMOTE_ADDR) is the client's.
+KANBAN_TRUSTED_PROXY_HEADER = os.environ.get("KANBAN_TRUSTED_PROXY_HEADER", "").strip()
+KANBAN_TRUSTED_PROXY_HOPS = int(os.environ.get("KANBAN_TRUSTED_PROXY_HOPS", "1"))
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

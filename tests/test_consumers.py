@@ -8,6 +8,10 @@ import pytest
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.test import Client
 
 from boards import services
 from boards.models import Board, Membership, Role
@@ -256,3 +260,169 @@ async def test_a_client_frame_closes_only_that_socket(open_socket, board):
     assert closed["code"] == 4400
     await create_task(board, "Still live")
     assert 'data-task-id="1"' in await listener.receive_from(timeout=WAIT)
+
+
+# --- a socket lasts as long as its person's access ------------------------------------------
+
+
+def _login(username: str, *, board: Board | None = None, role: Role = Role.VIEWER, **extra):
+    """A person (a member of ``board`` when given) and their session cookie."""
+    user = get_user_model().objects.create_user(username=username, password="pw-12345", **extra)
+    if board is not None:
+        Membership.objects.create(board=board, user=user, role=role)
+    client = Client()
+    client.force_login(user)
+    session = client.cookies[settings.SESSION_COOKIE_NAME].value
+    return user, client, (b"cookie", f"{settings.SESSION_COOKIE_NAME}={session}".encode())
+
+
+async def socket_of(open_socket: Opener, board: Board, cookie) -> WebsocketCommunicator:
+    socket = open_socket(f"/ws/boards/{board.slug}/?seq={await current_seq(board)}")
+    socket.scope["headers"] = [ORIGIN, HOST, cookie]
+    connected, _ = await socket.connect()
+    assert connected
+    return socket
+
+
+async def socket_of_refused(open_socket: Opener, board: Board, cookie) -> tuple[bool, int]:
+    socket = open_socket(f"/ws/boards/{board.slug}/", headers=[ORIGIN, HOST, cookie])
+    connected, code = await socket.connect()
+    return connected, code
+
+
+async def closed_with(socket: WebsocketCommunicator) -> int:
+    """The code of the socket's next output, which must be its close (no push before it)."""
+    output = await socket.receive_output(timeout=WAIT)
+    assert output["type"] == "websocket.close", output
+    return output["code"]
+
+
+async def still_live(board: Board, *sockets: WebsocketCommunicator) -> None:
+    number = await create_task(board, "Still live")
+    for socket in sockets:
+        assert f'data-task-id="{number}"' in await socket.receive_from(timeout=WAIT)
+
+
+async def test_removing_a_member_closes_their_sockets_on_that_board_only(
+    open_socket, board, other_board
+):
+    vic, _, cookie = await database_sync_to_async(_login)("vic", board=board)
+    await database_sync_to_async(Membership.objects.create)(board=other_board, user=vic)
+    on_team = await socket_of(open_socket, board, cookie)
+    on_team_too = await socket_of(open_socket, board, cookie)  # a second tab
+    on_other = await socket_of(open_socket, other_board, cookie)
+    pats = await connected_at_current_seq(open_socket, board)
+
+    await database_sync_to_async(services.member_remove)(board=board, username="vic", actor="pat")
+
+    assert await closed_with(on_team) == 4404  # what connecting now would answer
+    assert await closed_with(on_team_too) == 4404
+    await still_live(board, pats)
+    await still_live(other_board, on_other)
+    assert await socket_of_refused(open_socket, board, cookie) == (False, 4404)
+
+
+async def test_removing_a_member_on_the_members_page_closes_their_socket(
+    open_socket, board, person_client
+):
+    _, _, cookie = await database_sync_to_async(_login)("vic", board=board)
+    vics = await socket_of(open_socket, board, cookie)
+    pats = await connected_at_current_seq(open_socket, board)
+
+    response = await sync_to_async(person_client.post)("/boards/team/members/", {"remove": "vic"})
+
+    assert response.status_code == 302
+    assert await closed_with(vics) == 4404
+    await still_live(board, pats)
+
+
+async def test_changing_a_members_role_keeps_their_socket(open_socket, board):
+    _, _, cookie = await database_sync_to_async(_login)("vic", board=board, role=Role.OPERATOR)
+    vics = await socket_of(open_socket, board, cookie)
+
+    await database_sync_to_async(services.member_set)(
+        board=board, username="vic", role="viewer", actor="pat"
+    )
+
+    await still_live(board, vics)  # every role sees the whole board
+
+
+async def test_a_removal_that_rolls_back_closes_nothing(open_socket, board):
+    _, _, cookie = await database_sync_to_async(_login)("vic", board=board)
+    vics = await socket_of(open_socket, board, cookie)
+
+    def remove_then_fail() -> None:
+        with transaction.atomic():
+            services.member_remove(board=board, username="vic", actor="pat")
+            raise RuntimeError("the surrounding write failed")
+
+    with pytest.raises(RuntimeError):
+        await database_sync_to_async(remove_then_fail)()
+
+    assert await vics.receive_nothing(timeout=0.3)
+    await still_live(board, vics)
+
+
+async def test_a_superuser_taken_off_a_board_keeps_it_until_no_longer_superuser(open_socket, board):
+    root, _, cookie = await database_sync_to_async(_login)(
+        "root", board=board, is_superuser=True, is_staff=True
+    )
+    roots = await socket_of(open_socket, board, cookie)
+
+    await database_sync_to_async(services.member_remove)(board=board, username="root", actor="pat")
+    await still_live(board, roots)  # still an admin here
+
+    root.is_superuser = False
+    await database_sync_to_async(root.save)()
+    assert await closed_with(roots) == 4404
+
+
+async def test_deactivating_a_person_in_the_admin_closes_all_their_sockets(
+    open_socket, board, other_board
+):
+    vic, _, cookie = await database_sync_to_async(_login)("vic", board=board)
+    await database_sync_to_async(Membership.objects.create)(board=other_board, user=vic)
+    on_team = await socket_of(open_socket, board, cookie)
+    on_other = await socket_of(open_socket, other_board, cookie)
+    pats = await connected_at_current_seq(open_socket, board)
+    _, admin, _ = await database_sync_to_async(_login)("root", is_superuser=True, is_staff=True)
+
+    response = await sync_to_async(admin.post)(
+        f"/admin/auth/user/{vic.pk}/change/",
+        {
+            "username": "vic",
+            "is_active": "",  # unticked
+            "date_joined_0": "2026-01-01",
+            "date_joined_1": "00:00:00",
+        },
+    )
+
+    assert response.status_code == 302, response.content.decode()[:2000]
+    assert await closed_with(on_team) == 4401  # what connecting now would answer
+    assert await closed_with(on_other) == 4401
+    await still_live(board, pats)
+
+
+async def test_deleting_a_person_in_the_admin_closes_their_sockets(open_socket, board):
+    vic, _, cookie = await database_sync_to_async(_login)("vic", board=board)
+    vics = await socket_of(open_socket, board, cookie)
+    pats = await connected_at_current_seq(open_socket, board)
+    _, admin, _ = await database_sync_to_async(_login)("root", is_superuser=True, is_staff=True)
+
+    response = await sync_to_async(admin.post)(
+        f"/admin/auth/user/{vic.pk}/delete/", {"post": "yes"}
+    )
+
+    assert response.status_code == 302
+    assert await closed_with(vics) == 4401
+    await still_live(board, pats)
+
+
+async def test_a_login_of_the_same_person_leaves_their_sockets_alone(open_socket, board):
+    _, _, cookie = await database_sync_to_async(_login)("vic", board=board)
+    vics = await socket_of(open_socket, board, cookie)
+
+    await sync_to_async(Client().login)(username="vic", password="pw-12345")  # saves last_login
+
+    assert await vics.receive_nothing(timeout=0.3)
+    await still_live(board, vics)

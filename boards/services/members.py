@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.contrib.auth import get_user_model
 
+from .. import events
 from ..errors import InvalidInput, NotFound
 from ..models import Board, Membership, Role
 from .work import unit_of_work
@@ -28,9 +29,12 @@ def member_set(*, board: Board, username: str, role: str, actor: str) -> Members
 
 
 def member_remove(*, board: Board, username: str, actor: str) -> None:
-    """Take a person off the board: they no longer see it."""
+    """Take a person off the board: they no longer see it, and once this commits their
+    open sockets on it close (unless they still see it as a superuser)."""
     with unit_of_work(board, actor, person=True) as work:
-        removed, _ = Membership.objects.filter(board=work.board, user__username=username).delete()
-        if not removed:
+        membership = Membership.objects.filter(board=work.board, user__username=username).first()
+        if membership is None:
             raise NotFound(f"{username[:150]!r} is not a member", code="member_not_found")
+        membership.delete()
         work.record("member", None, person=username, role=None)
+        events.access_changed(user_id=membership.user_id, board_id=work.board.pk)
