@@ -7,9 +7,12 @@ tried in test_webhooks_live.py).
 
 from __future__ import annotations
 
+import ipaddress
 import itertools
+import socket
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from django_tasks_db.management.commands.db_worker import Worker
@@ -17,8 +20,8 @@ from django_tasks_db.management.commands.db_worker import Worker
 from boards import services
 from boards.errors import InvalidInput
 from boards.models import Board, Delivery, Event
-from boards.services import outbox
-from tests.receiver import Receiver
+from boards.services import egress, outbox
+from tests.receiver import Dripper, Receiver, certificate, free_port_on
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -26,7 +29,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture(autouse=True)
 def webhook_settings(settings):
     settings.KANBAN_WEBHOOK_ALLOW_LOOPBACK = True
-    settings.KANBAN_WEBHOOK_TIMEOUT_SECONDS = 1
+    settings.KANBAN_WEBHOOK_ALLOW_NETWORKS = []
+    settings.KANBAN_WEBHOOK_DEADLINE_SECONDS = 5
     settings.KANBAN_WEBHOOK_BACKOFF_SECONDS = 0.05
     settings.KANBAN_PUBLIC_URL = "https://kanban.example"
 
@@ -215,30 +219,19 @@ def test_writes_record_deliveries_only_for_active_subscribed_endpoints(alice, bo
     [
         ("ftp://example.com/x", "only http:// and https:// URLs"),
         ("file:///etc/passwd", "only http:// and https:// URLs"),
-        ("http://localhost:8000/", "not this server's own loopback address"),
-        ("http://127.0.0.1/", "not this server's own loopback address"),
-        ("http://[::1]/", "not this server's own loopback address"),
-        ("http://169.254.169.254/latest", "not this server's own loopback address"),
+        ("http://localhost:8000/", "not a public address"),
+        ("http://127.0.0.1/", "not a public address"),
+        ("http://[::1]/", "not a public address"),
+        ("http://169.254.169.254/latest", "not a public address"),
         ("https://user:pw@example.com/", "no user or password in the URL"),
         ("https://", "the URL has no host"),
     ],
 )
-def test_an_endpoint_must_be_http_and_not_this_servers_loopback(board, settings, url, problem):
+def test_an_endpoint_must_be_http_at_a_public_address(board, settings, url, problem):
     settings.KANBAN_WEBHOOK_ALLOW_LOOPBACK = False
     with pytest.raises(InvalidInput) as exc:
         services.webhook_add(board=board, actor="pat", url=url)
     assert problem in str(exc.value)
-
-
-def test_each_attempt_refuses_an_address_that_is_this_servers_loopback(settings, receiver):
-    settings.KANBAN_WEBHOOK_ALLOW_LOOPBACK = False
-    # A name can come to resolve to loopback after it was added (no DNS here: /etc/hosts).
-    status, error = outbox.post(receiver.url.replace("127.0.0.1", "localhost"), b"{}", {})
-    assert (status, error) == (None, "not this server's own loopback address")
-    assert outbox.address_problem(receiver.url) == (
-        "refused: the endpoint is this server's own loopback address"
-    )
-    assert receiver.received == []
 
 
 def test_the_event_log_shows_an_endpoint_by_host_only(board, receiver):
@@ -246,3 +239,223 @@ def test_the_event_log_shows_an_endpoint_by_host_only(board, receiver):
     services.webhook_remove(board=board, actor="pat", webhook_id=hook)
     urls = [e.data["url"] for e in Event.objects.filter(kind="webhook")]
     assert urls == ["https://hooks.slack.example/…"] * 2
+
+
+# -- one deadline per attempt (issue 23) ----------------------------------------------------
+
+
+def test_an_endpoint_that_drips_its_answer_is_abandoned_at_the_deadline(board, settings):
+    settings.KANBAN_WEBHOOK_DEADLINE_SECONDS = 1.5
+    settings.KANBAN_WEBHOOK_BACKOFF_SECONDS = 60
+    dripper = Dripper(every=0.3)
+    try:
+        hook, _ = add(board, dripper.url)
+        services.webhook_test(board=board, actor="pat", webhook_id=hook)
+        started = time.monotonic()
+        run_worker()
+        took = time.monotonic() - started
+    finally:
+        dripper.close()
+    delivery = Delivery.objects.get(webhook_id=hook)
+    assert (delivery.status, delivery.attempts, delivery.last_error) == ("pending", 1, "timed out")
+    # A byte kept arriving (no read waited long), and still the attempt ended at the deadline.
+    assert dripper.sent >= 3
+    assert took < 1.5 + 1.0
+
+
+# -- which addresses (issue 23) -------------------------------------------------------------
+
+REFUSED_HOSTS = [
+    "10.0.0.1",  # private
+    "172.16.5.4",
+    "192.168.1.1",
+    "100.64.0.1",  # shared (CGNAT)
+    "100.100.100.200",  # Alibaba Cloud's metadata
+    "169.254.169.254",  # most clouds' metadata
+    "192.0.0.192",  # Oracle Cloud's metadata
+    "168.63.129.16",  # Azure's platform endpoint
+    "127.0.0.1",
+    "127.1.2.3",
+    "0.0.0.0",  # noqa: S104 (refused, never bound)
+    "224.0.0.1",
+    "255.255.255.255",
+    "192.0.2.10",  # documentation
+    "198.18.0.1",  # benchmarking
+    "240.0.0.1",
+    "[::1]",
+    "[::]",
+    "[fd00::2]",  # ULA
+    "[fd00:ec2::254]",  # AWS's metadata over IPv6
+    "[fe80::1]",
+    "[ff02::1]",
+    "[2001:db8::1]",
+    "[64:ff9b:1::a00:1]",  # NAT64 for local use
+    "[::ffff:10.0.0.1]",  # IPv4-mapped private
+    "[::ffff:127.0.0.1]",
+    "[::ffff:169.254.169.254]",
+    "[64:ff9b::a00:1]",  # NAT64 of 10.0.0.1
+    "[64:ff9b::a9fe:a9fe]",  # NAT64 of 169.254.169.254
+    "[2002:a00:1::1]",  # 6to4 of 10.0.0.1
+    "[2002:7f00:1::1]",  # 6to4 of 127.0.0.1
+]
+
+
+@pytest.mark.parametrize("host", REFUSED_HOSTS)
+def test_a_private_address_is_refused_when_added_and_at_each_attempt(board, settings, host):
+    settings.KANBAN_WEBHOOK_ALLOW_LOOPBACK = False
+    url = f"http://{host}:8080/hook"
+    with pytest.raises(InvalidInput, match="not a public address"):
+        services.webhook_add(board=board, actor="pat", url=url)
+    # Added while a setting allowed every address; refused once it no longer does.
+    settings.KANBAN_WEBHOOK_ALLOW_NETWORKS = ["0.0.0.0/0", "::/0"]
+    hook, _ = add(board, url)
+    settings.KANBAN_WEBHOOK_ALLOW_NETWORKS = []
+    services.webhook_test(board=board, actor="pat", webhook_id=hook)
+    run_worker()
+    delivery = Delivery.objects.get(webhook_id=hook)
+    assert (delivery.attempts, delivery.last_error) == (1, "refused: private address")
+
+
+@pytest.mark.parametrize(
+    "address",
+    ["93.184.216.34", "2606:4700:4700::1111", "::ffff:93.184.216.34", "64:ff9b::5db8:d822"],
+)
+def test_a_public_address_and_its_ipv6_forms_are_allowed(settings, address):
+    settings.KANBAN_WEBHOOK_ALLOW_LOOPBACK = False
+    assert not egress.address_refused(ipaddress.ip_address(address))
+
+
+def own_addresses() -> list[str]:
+    """This host's addresses that it sends from to other machines (its routes say which)."""
+    found = []
+    for family, elsewhere in ((socket.AF_INET, "198.51.100.1"), (socket.AF_INET6, "2001:db8::1")):
+        try:
+            with socket.socket(family, socket.SOCK_DGRAM) as probe:
+                probe.connect((elsewhere, 9))
+                found.append(probe.getsockname()[0].split("%")[0])
+        except OSError:
+            pass  # no route of that family
+    return found
+
+
+def test_this_hosts_own_addresses_are_refused_and_its_neighbours_are_not_its_own(board, settings):
+    settings.KANBAN_WEBHOOK_ALLOW_LOOPBACK = False
+    own = own_addresses()
+    if not own:
+        pytest.skip("this host has no route to other machines")
+    for text in own:
+        address = ipaddress.ip_address(text)
+        assert egress.own_address(address)
+        assert egress.address_refused(address)
+        assert not egress.own_address(address + 1)
+        host = f"[{address}]" if address.version == 6 else str(address)
+        with pytest.raises(InvalidInput, match="not a public address"):
+            services.webhook_add(board=board, actor="pat", url=f"http://{host}:8080/hook")
+    assert egress.own_address(ipaddress.ip_address("127.0.0.1"))
+
+
+def test_a_network_named_in_the_settings_is_allowed(settings):
+    settings.KANBAN_WEBHOOK_ALLOW_LOOPBACK = False
+    settings.KANBAN_WEBHOOK_ALLOW_NETWORKS = ["10.20.0.0/16", "fd12::/16"]
+    allowed = ["10.20.3.4", "::ffff:10.20.3.4", "fd12::5"]
+    refused = ["10.21.0.1", "fd13::5", "127.0.0.1"]
+    assert [egress.address_refused(ipaddress.ip_address(a)) for a in allowed] == [False] * 3
+    assert [egress.address_refused(ipaddress.ip_address(a)) for a in refused] == [True] * 3
+
+
+@pytest.fixture
+def resolver(monkeypatch) -> dict[str, list[str]]:
+    """A stub DNS: a name in the returned dict resolves to the next of its answers (the
+    last one again once they run out); each lookup is recorded in ``asked``."""
+    answers: dict[str, list[str]] = {"asked": []}
+    real = socket.getaddrinfo
+
+    def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if host not in answers:
+            return real(host, *args, **kwargs)
+        answers["asked"].append(host)
+        queue = answers[host]
+        address = queue.pop(0) if len(queue) > 1 else queue[0]
+        return real(address, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    return answers
+
+
+def test_a_dns_answer_that_changes_after_the_check_cannot_reach_loopback(settings, resolver):
+    settings.KANBAN_WEBHOOK_ALLOW_LOOPBACK = False
+    settings.KANBAN_WEBHOOK_ALLOW_NETWORKS = ["127.0.0.2/32"]
+    port = free_port_on("127.0.0.2", "127.0.0.1")
+    checked = Receiver(host="127.0.0.2", port=port)
+    loopback = Receiver(host="127.0.0.1", port=port)
+    # The first answer passes the check; every later one is this server's loopback.
+    resolver["rebind.test"] = ["127.0.0.2", "127.0.0.1"]
+    try:
+        url = f"http://rebind.test:{port}/hook"
+        assert egress.post(url, b"{}", {"Content-Type": "application/json"}) == (200, "")
+        # Asked once: the connection went to the address that was checked, by name.
+        assert resolver["asked"] == ["rebind.test"]
+        assert [r.headers["Host"] for r in checked.received] == [f"rebind.test:{port}"]
+        # The next attempt is told loopback, and refuses it.
+        assert egress.post(url, b"{}", {}) == (None, "refused: private address")
+        assert loopback.received == []
+    finally:
+        checked.close()
+        loopback.close()
+
+
+def test_https_to_a_checked_address_keeps_the_name_for_sni_and_the_certificate(
+    settings, resolver, monkeypatch, tmp_path
+):
+    settings.KANBAN_WEBHOOK_ALLOW_LOOPBACK = False
+    settings.KANBAN_WEBHOOK_ALLOW_NETWORKS = ["127.0.0.2/32"]
+    server_tls, client_tls = certificate(tmp_path, "hooks.test")
+    monkeypatch.setattr(egress, "tls_context", lambda: client_tls)
+    resolver["hooks.test"] = resolver["other.test"] = ["127.0.0.2"]
+    receiver = Receiver(host="127.0.0.2", tls=server_tls)
+    try:
+        port = receiver.server.server_address[1]
+        assert egress.post(f"https://hooks.test:{port}/hook", b"{}", {}) == (200, "")
+        assert receiver.server_names == ["hooks.test"]
+        assert receiver.received[0].headers["Host"] == f"hooks.test:{port}"
+        # The certificate is checked against the URL's name, not the address connected to.
+        assert egress.post(f"https://other.test:{port}/hook", b"{}", {}) == (
+            None,
+            "TLS certificate not valid for the host",
+        )
+        assert len(receiver.received) == 1
+    finally:
+        receiver.close()
+
+
+def test_a_failed_attempt_records_the_class_of_failure_and_no_network_details(
+    board, settings, receiver
+):
+    settings.KANBAN_WEBHOOK_DEADLINE_SECONDS = 1
+    settings.KANBAN_WEBHOOK_BACKOFF_SECONDS = 60
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        closed = unused.getsockname()[1]
+    receiver.statuses = [404]
+    dripper = Dripper(every=0.3)
+    try:
+        urls = {
+            f"http://127.0.0.1:{closed}/hook": "connection failed",
+            "http://nowhere.invalid/hook": "host name not resolved",
+            dripper.url: "timed out",
+            receiver.url: "HTTP 404",
+            "http://10.1.2.3:8080/hook": "refused: private address",
+        }
+        settings.KANBAN_WEBHOOK_ALLOW_NETWORKS = ["10.0.0.0/8"]
+        hooks = {add(board, url)[0]: url for url in urls}
+        settings.KANBAN_WEBHOOK_ALLOW_NETWORKS = []
+        for hook in hooks:
+            services.webhook_test(board=board, actor="pat", webhook_id=hook)
+        work_until(lambda: not Delivery.objects.filter(attempts=0).exists())
+    finally:
+        dripper.close()
+    errors = dict(Delivery.objects.values_list("webhook_id", "last_error"))
+    assert {hooks[hook]: error for hook, error in errors.items()} == urls
+    for error in errors.values():
+        assert not any(c.isdigit() for c in error.replace("HTTP 404", ""))
+        assert "Errno" not in error and "127.0.0.1" not in error and "nowhere" not in error

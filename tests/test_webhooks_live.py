@@ -19,10 +19,10 @@ from tests.receiver import Receiver
 
 pytestmark = pytest.mark.slow
 
-TIMEOUT = 2  # seconds: KANBAN_WEBHOOK_TIMEOUT_SECONDS of the servers and workers
+TIMEOUT = 2  # seconds: KANBAN_WEBHOOK_DEADLINE_SECONDS of the servers and workers
 ENV = {
     "KANBAN_WEBHOOK_ALLOW_LOOPBACK": "1",
-    "KANBAN_WEBHOOK_TIMEOUT_SECONDS": str(TIMEOUT),
+    "KANBAN_WEBHOOK_DEADLINE_SECONDS": str(TIMEOUT),
     "KANBAN_WEBHOOK_BACKOFF_SECONDS": "0.5",
     "KANBAN_WORKER_POLL_SECONDS": "0.1",
 }

@@ -7,7 +7,8 @@ backend). A worker runs it: it takes the endpoint (one sender at a time, so each
 endpoint gets its events in order), posts the oldest due delivery, signed, and
 records the outcome; failures are retried with exponential backoff until the
 event is ``KANBAN_WEBHOOK_GIVE_UP_SECONDS`` old. A write never waits for an
-endpoint, and an endpoint that hangs holds only its own queue.
+endpoint, and an endpoint that hangs holds only its own queue, for at most one
+attempt's deadline (``egress``) at a time.
 
 At least once: a worker killed mid-delivery leaves the delivery due and the
 endpoint taken only until ``busy_until``; the sweeper (``kick``) enqueues it again.
@@ -17,20 +18,16 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 import json
 import logging
 import os
 import socket
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
-from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import close_old_connections, transaction
@@ -43,6 +40,7 @@ from django_tasks_db.models import DBTaskResult
 from ..activity import describe, signal_of
 from ..models import Board, Delivery, DeliveryStatus, Event, Webhook
 from ..selectors import iso, task_summary, task_views
+from . import egress
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +56,7 @@ ERROR_MAX = 500
 
 def hold_seconds() -> float:
     """How long a sender holds its endpoint: longer than any one attempt can take."""
-    return 2 * settings.KANBAN_WEBHOOK_TIMEOUT_SECONDS + 5
+    return 2 * settings.KANBAN_WEBHOOK_DEADLINE_SECONDS + 5
 
 
 def board_url(board: Board) -> str:
@@ -219,7 +217,7 @@ def attempt(hook: Webhook, delivery: Delivery) -> bool:
     # Counted before sending: an attempt a killed worker made is not made "again" unseen.
     Delivery.objects.filter(pk=delivery.pk).update(attempts=delivery.attempts)
     body, headers = signed_request(hook, delivery)
-    status, error = post(hook.url, body, headers)
+    status, error = egress.post(hook.url, body, headers)
     now = timezone.now()
     delivery.last_status = status
     delivery.last_error = error[:ERROR_MAX]
@@ -285,90 +283,6 @@ def slack_text(payload: dict[str, Any]) -> str:
     if payload.get("taskUrl") and task:
         line += f" <{payload['taskUrl']}|#{task['id']} {_slack_escape(task['subject'])}>"
     return line
-
-
-class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None  # a redirect is an answer we do not follow: the attempt failed
-
-
-_opener = urllib.request.build_opener(_NoRedirects)
-
-
-def post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int | None, str]:
-    """POST once; (HTTP status or None, error text)."""
-    problem = url_problem(url) or address_problem(url)
-    if problem:
-        return None, problem
-    # http(s) only: url_problem refused every other scheme just above.
-    request = urllib.request.Request(url, data=body, headers=headers, method="POST")  # noqa: S310
-    try:
-        with _opener.open(request, timeout=settings.KANBAN_WEBHOOK_TIMEOUT_SECONDS) as answer:
-            answer.read(65536)
-            return answer.status, ""
-    except urllib.error.HTTPError as exc:
-        note = " (redirects are not followed)" if 300 <= exc.code < 400 else ""
-        return exc.code, f"HTTP {exc.code}{note}"
-    except (urllib.error.URLError, TimeoutError, OSError, ValueError) as exc:
-        reason = getattr(exc, "reason", exc)
-        return None, f"{type(reason).__name__}: {reason}" if str(reason) else type(reason).__name__
-
-
-# -- which addresses ----------------------------------------------------------------------
-
-
-def url_problem(url: str) -> str | None:
-    """Why ``url`` cannot be an endpoint, or None (checked when it is added)."""
-    if not isinstance(url, str) or len(url) > 500:
-        return "a URL of at most 500 characters"
-    parts = urlsplit(url.strip())
-    if parts.scheme not in ("http", "https"):
-        return "only http:// and https:// URLs"
-    if not parts.hostname:
-        return "the URL has no host"
-    try:
-        parts.port  # noqa: B018 (a bad port raises)
-    except ValueError:
-        return "the URL's port is not a number from 0 to 65535"
-    if parts.username or parts.password:
-        return "no user or password in the URL (the signature authenticates the board)"
-    if not settings.KANBAN_WEBHOOK_ALLOW_LOOPBACK and _is_local_name(parts.hostname):
-        return "not this server's own loopback address"
-    return None
-
-
-def _is_local_name(host: str) -> bool:
-    host = host.lower().rstrip(".")
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return _is_local(ipaddress.ip_address(host))
-    except ValueError:
-        return False
-
-
-def _is_local(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
-        address = address.ipv4_mapped
-    return address.is_loopback or address.is_unspecified or address.is_link_local
-
-
-def address_problem(url: str) -> str | None:
-    """Checked at each attempt: the name may have come to point at this server since."""
-    if settings.KANBAN_WEBHOOK_ALLOW_LOOPBACK:
-        return None
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if _is_local_name(host):
-        return "refused: the endpoint is this server's own loopback address"
-    try:
-        infos = socket.getaddrinfo(host, parts.port or 443, proto=socket.IPPROTO_TCP)
-    except OSError as exc:
-        return f"cannot resolve {host}: {exc}"
-    for info in infos:
-        if _is_local(ipaddress.ip_address(str(info[4][0]).split("%")[0])):
-            return f"refused: {host} resolves to a loopback or link-local address"
-    return None
 
 
 # -- the safety net (the sweeper) -----------------------------------------------------------
