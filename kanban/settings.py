@@ -279,6 +279,9 @@ KANBAN_WORKER_POLL_SECONDS = float(os.environ.get("KANBAN_WORKER_POLL_SECONDS", 
 # One delivery attempt (resolving, connecting, sending, reading the answer) ends this long
 # after it began, however slowly the endpoint answers.
 KANBAN_WEBHOOK_DEADLINE_SECONDS = float(os.environ.get("KANBAN_WEBHOOK_DEADLINE_SECONDS", "10"))
+# Worker threads one board's endpoints may hold at once (each endpoint holds at most one:
+# its events go in order), so a board whose endpoints hang leaves the others' to the rest.
+KANBAN_WEBHOOK_SENDERS_PER_BOARD = int(os.environ.get("KANBAN_WEBHOOK_SENDERS_PER_BOARD", "1"))
 # Retries wait base × 2^(attempt-1), at most an hour, until the event is this old.
 KANBAN_WEBHOOK_BACKOFF_SECONDS = float(os.environ.get("KANBAN_WEBHOOK_BACKOFF_SECONDS", "10"))
 KANBAN_WEBHOOK_GIVE_UP_SECONDS = int(os.environ.get("KANBAN_WEBHOOK_GIVE_UP_SECONDS", "86400"))

@@ -10,16 +10,20 @@ from __future__ import annotations
 import ipaddress
 import itertools
 import socket
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
+from django.db import connections
 from django_tasks_db.management.commands.db_worker import Worker
+from django_tasks_db.models import DBTaskResult
 
 from boards import services
 from boards.errors import InvalidInput
-from boards.models import Board, Delivery, Event
+from boards.models import Board, Delivery, Event, Webhook
 from boards.services import egress, outbox
 from tests.receiver import Dripper, Receiver, certificate, free_port_on
 
@@ -54,6 +58,64 @@ def run_worker() -> None:
         worker_id="test-worker",
         excluded_queue_names=[],
     ).run()
+
+
+@contextmanager
+def worker_threads(count: int) -> Iterator[None]:
+    """The library's worker as a server process runs it: ``count`` threads, polling."""
+    workers = [
+        Worker(
+            queue_names=[outbox.QUEUE],
+            interval=0.05,
+            batch=False,
+            backend_name="default",
+            startup_delay=False,
+            max_tasks=None,
+            worker_id=f"test-thread-{n}",
+            excluded_queue_names=[],
+        )
+        for n in range(count)
+    ]
+
+    def work(worker: Worker) -> None:
+        try:
+            worker.run()
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=work, args=(worker,), daemon=True) for worker in workers]
+    for thread in threads:
+        thread.start()
+    try:
+        yield
+    finally:
+        for worker in workers:
+            worker.running = False
+        for thread in threads:
+            thread.join(30)
+        assert not any(thread.is_alive() for thread in threads), "a worker thread is stuck"
+
+
+def in_thread(function: Callable[[], Any]) -> tuple[threading.Thread, list[Any]]:
+    """Run ``function`` in a thread of its own (with its own database connection)."""
+    result: list[Any] = []
+
+    def run() -> None:
+        try:
+            result.append(function())
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, result
+
+
+def wait_for(condition: Callable[[], bool], timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "the condition did not come true"
+        time.sleep(0.02)
 
 
 def work_until(done, timeout: float = 10) -> None:
@@ -241,7 +303,7 @@ def test_the_event_log_shows_an_endpoint_by_host_only(board, receiver):
     assert urls == ["https://hooks.slack.example/…"] * 2
 
 
-# -- one deadline per attempt (issue 23) ----------------------------------------------------
+# -- one deadline per attempt, and a board's share of the workers (issue 23) ---------------
 
 
 def test_an_endpoint_that_drips_its_answer_is_abandoned_at_the_deadline(board, settings):
@@ -261,6 +323,83 @@ def test_an_endpoint_that_drips_its_answer_is_abandoned_at_the_deadline(board, s
     # A byte kept arriving (no read waited long), and still the attempt ended at the deadline.
     assert dripper.sent >= 3
     assert took < 1.5 + 1.0
+
+
+def test_a_board_whose_endpoints_drip_leaves_the_other_worker_to_other_boards(
+    board, other_board, receiver, settings
+):
+    settings.KANBAN_WEBHOOK_DEADLINE_SECONDS = 60  # the drips hold their worker all test long
+    settings.KANBAN_WEBHOOK_BACKOFF_SECONDS = 60
+    settings.KANBAN_WEBHOOK_SENDERS_PER_BOARD = 1
+    drippers = [Dripper(every=0.5), Dripper(every=0.5)]
+    slow = [add(board, dripper.url)[0] for dripper in drippers]
+    elsewhere, _ = add(other_board, receiver.url)
+    with worker_threads(2):
+        try:
+            for hook in slow:
+                services.webhook_test(board=board, actor="pat", webhook_id=hook)
+            # Both workers took one of the board's senders: one drips, the other found the
+            # board's place taken and let its worker go.
+            wait_for(lambda: not DBTaskResult.objects.ready().exists())
+            wait_for(lambda: drippers[0].open + drippers[1].open == 1)
+            services.webhook_test(board=other_board, actor="pat", webhook_id=elsewhere)
+            got = receiver.wait_for(1, timeout=10)
+            assert [r.headers["X-Kanban-Event"] for r in got] == ["test"]
+            assert drippers[0].open + drippers[1].open == 1
+            waiting = Delivery.objects.filter(webhook__board=board, status="pending", attempts=0)
+            assert waiting.count() == 1
+        finally:
+            for dripper in drippers:
+                dripper.close()
+
+
+def test_a_board_at_its_sender_cap_waits_and_its_next_endpoint_goes_when_the_place_is_free(
+    board, other_board, receiver, settings
+):
+    settings.KANBAN_WEBHOOK_SENDERS_PER_BOARD = 1
+    hanging = Receiver()
+    try:
+        first, _ = add(board, hanging.url)
+        second, _ = add(board, receiver.url)
+        elsewhere, _ = add(other_board, receiver.url)
+        for hook, on in ((first, board), (second, board), (elsewhere, other_board)):
+            services.webhook_test(board=on, actor="pat", webhook_id=hook)
+        DBTaskResult.objects.all().delete()  # the senders are run by hand here
+        hanging.hang.set()
+        sender, sent = in_thread(lambda: outbox.drain(first))
+        hanging.wait_for(1)
+        # The board's one place is taken: its other endpoint waits; another board's goes.
+        assert outbox.drain(second) == 0
+        assert outbox.drain(elsewhere) == 1
+        hanging.hang.clear()
+        sender.join(10)
+        assert sent == [1]
+        # Letting go of the place woke the endpoint that waited.
+        assert [task.args_kwargs["args"] for task in DBTaskResult.objects.all()] == [[second]]
+        run_worker()
+        assert Delivery.objects.filter(status="delivered").count() == 3
+    finally:
+        hanging.close()
+
+
+def test_the_sweeper_wakes_each_boards_overdue_endpoints_as_many_as_it_may_run(
+    board, other_board, receiver, settings
+):
+    settings.KANBAN_WEBHOOK_SENDERS_PER_BOARD = 1
+    hooks = [add(board, receiver.url)[0], add(board, receiver.url)[0]]
+    hooks.append(add(other_board, receiver.url)[0])
+    for hook in hooks:
+        board_of = Webhook.objects.get(pk=hook).board
+        services.webhook_test(board=board_of, actor="pat", webhook_id=hook)
+    DBTaskResult.objects.all().delete()  # their wake-ups were lost
+    long_ago = Delivery.objects.get(webhook_id=hooks[0]).created_at - outbox.timedelta(hours=1)
+    Delivery.objects.update(next_attempt_at=long_ago)
+    assert outbox.kick() == 2
+    assert sorted(task.args_kwargs["args"][0] for task in DBTaskResult.objects.all()) == [
+        hooks[0],
+        hooks[2],
+    ]
+    work_until(lambda: Delivery.objects.filter(status="delivered").count() == 3)
 
 
 # -- which addresses (issue 23) -------------------------------------------------------------

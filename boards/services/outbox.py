@@ -7,8 +7,10 @@ backend). A worker runs it: it takes the endpoint (one sender at a time, so each
 endpoint gets its events in order), posts the oldest due delivery, signed, and
 records the outcome; failures are retried with exponential backoff until the
 event is ``KANBAN_WEBHOOK_GIVE_UP_SECONDS`` old. A write never waits for an
-endpoint, and an endpoint that hangs holds only its own queue, for at most one
-attempt's deadline (``egress``) at a time.
+endpoint. An endpoint that hangs holds one worker for at most one attempt's deadline
+(``egress``) at a time, and a board's endpoints hold at most
+``KANBAN_WEBHOOK_SENDERS_PER_BOARD`` workers at once, so other boards' deliveries
+go on; a sender that lets go hands the board's places to its waiting endpoints.
 
 At least once: a worker killed mid-delivery leaves the delivery due and the
 endpoint taken only until ``busy_until``; the sweeper (``kick``) enqueues it again.
@@ -31,7 +33,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import close_old_connections, transaction
-from django.db.models import Q
+from django.db.models import Min
 from django.utils import timezone
 from django_tasks import TaskResultStatus, task
 from django_tasks_db.management.commands.db_worker import Worker
@@ -158,23 +160,23 @@ def deliver(webhook_id: int) -> int:
 
 
 def drain(webhook_id: int) -> int:
-    """Send ``webhook_id``'s due deliveries, oldest first, while they succeed."""
-    now = timezone.now()
-    taken = (
-        Webhook.objects.filter(pk=webhook_id, active=True)
-        .filter(Q(busy_until__isnull=True) | Q(busy_until__lt=now))
-        .update(busy_until=now + timedelta(seconds=hold_seconds()))
-    )
-    if not taken:
-        return 0  # another sender has it (or it is gone): it sends these too
+    """Send ``webhook_id``'s due deliveries, oldest first, while they succeed.
+
+    Takes the endpoint first (see ``take``). A run ends after ``RUN_MAX_DELIVERIES`` or
+    ``RUN_MAX_SECONDS``; then the board's waiting endpoints are woken before this one
+    again.
+    """
+    hook = take(webhook_id)
+    if hook is None:
+        return 0  # another sender has it, its board's places are taken, or it is gone
+    board_id = hook.board_id
     sent = 0
     started = time.monotonic()
     again_at = None
     try:
-        hook = Webhook.objects.select_related("board").get(pk=webhook_id)
         while True:
             head = (
-                Delivery.objects.filter(webhook=hook, status=DeliveryStatus.PENDING)
+                Delivery.objects.filter(webhook_id=webhook_id, status=DeliveryStatus.PENDING)
                 .order_by("id")
                 .first()
             )
@@ -184,12 +186,11 @@ def drain(webhook_id: int) -> int:
                 again_at = head.next_attempt_at  # ordered: later events wait for the head
                 break
             if sent >= RUN_MAX_DELIVERIES or time.monotonic() - started > RUN_MAX_SECONDS:
-                again_at = timezone.now()
+                break  # the rest go when the board's other waiting endpoints had a turn
+            delivered = attempt(hook, head)
+            if not delivered and head.status == DeliveryStatus.PENDING:
+                again_at = head.next_attempt_at  # it failed: it retries, the rest wait
                 break
-            if not attempt(hook, head):
-                again_at = head.next_attempt_at if head.status == DeliveryStatus.PENDING else None
-                if head.status == DeliveryStatus.PENDING:
-                    break
             sent += 1
             # Still ours: each attempt extends the hold by one attempt's length.
             Webhook.objects.filter(pk=webhook_id).update(
@@ -197,18 +198,68 @@ def drain(webhook_id: int) -> int:
             )
     finally:
         Webhook.objects.filter(pk=webhook_id).update(busy_until=None)
-    if again_at is None and _due(webhook_id):
-        # Recorded while this run held the endpoint: that write's sender found it taken.
-        again_at = timezone.now()
-    if again_at is not None:
-        _enqueue([webhook_id], run_after=again_at if again_at > timezone.now() else None)
+    if again_at is not None and again_at > timezone.now():
+        _enqueue([webhook_id], run_after=again_at)
+    # This endpoint's due rest (run limits, or recorded while it ran) and the board's
+    # other waiting endpoints: as many as the board may run, the others first.
+    hand_over(board_id, last=webhook_id)
     return sent
 
 
-def _due(webhook_id: int) -> bool:
-    return Delivery.objects.filter(
-        webhook_id=webhook_id, status=DeliveryStatus.PENDING, next_attempt_at__lte=timezone.now()
-    ).exists()
+def take(webhook_id: int) -> Webhook | None:
+    """Hold the endpoint for one sender, if it is active, no sender holds it, and its
+    board's endpoints hold fewer than ``KANBAN_WEBHOOK_SENDERS_PER_BOARD`` workers;
+    the endpoint, or None."""
+    now = timezone.now()
+    with transaction.atomic():
+        hook = Webhook.objects.filter(pk=webhook_id, active=True).first()
+        if hook is None:
+            return None
+        # The board's endpoints, locked (SQLite: the IMMEDIATE transaction), so two
+        # senders cannot both take the board's last place.
+        holds = (
+            Webhook.objects.select_for_update()
+            .filter(board_id=hook.board_id)
+            .order_by("pk")
+            .values_list("pk", "busy_until")
+        )
+        busy = {pk for pk, until in holds if until is not None and until >= now}
+        if webhook_id in busy or len(busy) >= settings.KANBAN_WEBHOOK_SENDERS_PER_BOARD:
+            return None
+        Webhook.objects.filter(pk=webhook_id).update(
+            busy_until=now + timedelta(seconds=hold_seconds())
+        )
+    return hook
+
+
+def hand_over(board_id: int, last: int | None = None) -> list[int]:
+    """Enqueue senders for the board's endpoints that wait with a due head delivery,
+    longest waiting first (``last``, the one that just ran, after the others), as many
+    as the board has free places; returns their ids."""
+    now = timezone.now()
+    hooks = list(
+        Webhook.objects.filter(board_id=board_id).values_list("pk", "active", "busy_until")
+    )
+    # A paused endpoint's attempt under way holds its place too (as ``take`` counts).
+    held = sum(1 for _, _, until in hooks if until is not None and until >= now)
+    free = settings.KANBAN_WEBHOOK_SENDERS_PER_BOARD - held
+    idle = [pk for pk, active, until in hooks if active and (until is None or until < now)]
+    if free <= 0 or not idle:
+        return []
+    heads = (
+        Delivery.objects.filter(webhook_id__in=idle, status=DeliveryStatus.PENDING)
+        .values("webhook_id")
+        .annotate(head=Min("id"))
+        .values_list("head", flat=True)
+    )
+    due = list(
+        Delivery.objects.filter(pk__in=list(heads), next_attempt_at__lte=now)
+        .order_by("next_attempt_at", "id")
+        .values_list("webhook_id", flat=True)
+    )
+    chosen = [pk for pk in due if pk != last] + [pk for pk in due if pk == last]
+    _enqueue(chosen[:free])
+    return chosen[:free]
 
 
 def attempt(hook: Webhook, delivery: Delivery) -> bool:
@@ -289,27 +340,29 @@ def slack_text(payload: dict[str, Any]) -> str:
 
 
 def kick() -> int:
-    """Enqueue a sender for each endpoint whose head delivery is overdue and that no
-    live sender holds (its wake-up was lost, or its worker died); returns how many."""
-    now = timezone.now()
-    overdue = now - timedelta(seconds=hold_seconds())
-    ids = set(
-        Delivery.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__lt=overdue)
+    """Wake the endpoints whose head delivery is overdue and that no live sender holds
+    (a wake-up was lost, or a worker died), as many per board as the board may run;
+    returns how many. One board's trouble does not stop the others'."""
+    overdue = timezone.now() - timedelta(seconds=hold_seconds())
+    boards = set(
+        Delivery.objects.filter(
+            status=DeliveryStatus.PENDING, next_attempt_at__lt=overdue, webhook__active=True
+        )
         .order_by()
-        .values_list("webhook_id", flat=True)
+        .values_list("webhook__board_id", flat=True)
         .distinct()
     )
-    if not ids:
+    if not boards:
         return 0
     if DBTaskResult.objects.ready().filter(queue_name=QUEUE).exists():
         return 0  # senders are queued and no worker has taken them yet: more would not help
-    idle = list(
-        Webhook.objects.filter(pk__in=ids, active=True)
-        .filter(Q(busy_until__isnull=True) | Q(busy_until__lt=now))
-        .values_list("pk", flat=True)
-    )
-    _enqueue(idle)
-    return len(idle)
+    woken = 0
+    for board_id in sorted(boards):
+        try:
+            woken += len(hand_over(board_id))
+        except Exception:
+            logger.exception("board %s: waking its webhook senders failed", board_id)
+    return woken
 
 
 def prune(older_than: timedelta = timedelta(hours=1)) -> int:
