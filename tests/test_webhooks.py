@@ -402,6 +402,58 @@ def test_the_sweeper_wakes_each_boards_overdue_endpoints_as_many_as_it_may_run(
     work_until(lambda: Delivery.objects.filter(status="delivered").count() == 3)
 
 
+@pytest.mark.parametrize("change", ["remove", "pause"])
+def test_removing_or_pausing_an_endpoint_stops_its_sender_before_the_next_attempt(
+    alice, board, receiver, change
+):
+    hook, _ = add(board, receiver.url)
+    for n in range(1, 4):
+        alice.create(f"Task {n}")
+        alice.call("TaskUpdate", {"taskId": str(n), "status": "completed"})
+    receiver.hang.set()
+    sender, sent = in_thread(lambda: outbox.drain(hook))
+    receiver.wait_for(1)
+    if change == "remove":
+        services.webhook_remove(board=board, actor="pat", webhook_id=hook)
+    else:
+        services.webhook_change(board=board, actor="pat", webhook_id=hook, active=False)
+    receiver.hang.clear()
+    sender.join(10)
+    assert sent == [1]  # the attempt under way ended; no other began
+    assert len(receiver.received) == 1
+    left = list(Delivery.objects.filter(webhook_id=hook).values_list("status", flat=True))
+    assert left == ([] if change == "remove" else ["delivered", "pending", "pending"])
+    assert outbox.drain(hook) == 0
+
+
+def test_a_delivery_that_cannot_be_sent_is_given_up_and_the_next_one_goes(alice, board, receiver):
+    hook, _ = add(board, receiver.url)
+    for n in (1, 2):
+        alice.create(f"Task {n}")
+        alice.call("TaskUpdate", {"taskId": str(n), "status": "completed"})
+    broken = Delivery.objects.filter(webhook_id=hook).order_by("id").first()
+    Delivery.objects.filter(pk=broken.pk).update(payload=["not", "an", "object"])
+    work_until(lambda: not Delivery.objects.filter(status="pending").exists())
+    rows = Delivery.objects.filter(webhook_id=hook).order_by("id")
+    assert [(d.status, d.last_error) for d in rows] == [
+        ("failed", "invalid payload"),
+        ("delivered", ""),
+    ]
+    assert [r.json["task"]["id"] for r in receiver.received] == ["2"]
+
+
+def test_an_endpoint_row_with_broken_kinds_breaks_neither_a_write_nor_the_other_endpoints(
+    alice, board, receiver
+):
+    broken, _ = add(board, receiver.url)
+    fine, _ = add(board, receiver.url, kinds=["completed"])
+    Webhook.objects.filter(pk=broken).update(kinds=5)
+    alice.create("A")
+    reply = alice.call("TaskUpdate", {"taskId": "1", "status": "completed"})
+    assert reply.status == 200, reply.body
+    assert list(Delivery.objects.values_list("webhook_id", flat=True)) == [fine]
+
+
 # -- which addresses (issue 23) -------------------------------------------------------------
 
 REFUSED_HOSTS = [

@@ -84,16 +84,30 @@ def record(board: Board, events: Iterable[Event]) -> None:
         board, {e.task_number for e, _ in signalled if e.task_number}, with_children=False
     )
     now = timezone.now()
-    rows = []
+    rows: list[Delivery] = []
     for event, signal in signalled:
         view = views.get(event.task_number) if event.task_number else None
-        payload = event_payload(board, event, signal, task_summary(view) if view else None)
-        for hook in hooks:
-            if not hook.kinds or signal in hook.kinds:
-                rows.append(delivery(hook.pk, event.seq, signal, payload, now))
+        try:
+            payload = event_payload(board, event, signal, task_summary(view) if view else None)
+        except Exception:  # a webhook's trouble must not undo the write, nor stop the others
+            logger.exception("board %s event %s: no webhook payload", board.pk, event.seq)
+            continue
+        rows.extend(
+            delivery(hook.pk, event.seq, signal, payload, now)
+            for hook in hooks
+            if wants(hook, signal)
+        )
     if rows:
         Delivery.objects.bulk_create(rows)
         wake({row.webhook_id for row in rows})
+
+
+def wants(hook: Webhook, signal: str) -> bool:
+    """Whether ``hook`` subscribes to ``signal`` (no kinds: every signal). A row whose
+    kinds are not a list (edited by hand) gets nothing rather than breaking the write."""
+    if not hook.kinds:
+        return True
+    return isinstance(hook.kinds, list) and signal in hook.kinds
 
 
 def delivery(
@@ -162,9 +176,10 @@ def deliver(webhook_id: int) -> int:
 def drain(webhook_id: int) -> int:
     """Send ``webhook_id``'s due deliveries, oldest first, while they succeed.
 
-    Takes the endpoint first (see ``take``). A run ends after ``RUN_MAX_DELIVERIES`` or
-    ``RUN_MAX_SECONDS``; then the board's waiting endpoints are woken before this one
-    again.
+    Takes the endpoint first (see ``take``); re-reads it before each attempt, so a
+    removed or paused endpoint gets no further attempt, and a rotated secret signs the
+    next one. A run ends after ``RUN_MAX_DELIVERIES`` or ``RUN_MAX_SECONDS``; then the
+    board's waiting endpoints are woken before this one again.
     """
     hook = take(webhook_id)
     if hook is None:
@@ -187,7 +202,16 @@ def drain(webhook_id: int) -> int:
                 break
             if sent >= RUN_MAX_DELIVERIES or time.monotonic() - started > RUN_MAX_SECONDS:
                 break  # the rest go when the board's other waiting endpoints had a turn
-            delivered = attempt(hook, head)
+            if sent:
+                hook = Webhook.objects.filter(pk=webhook_id, active=True).first()
+                if hook is None:
+                    break  # removed or paused meanwhile: its retries stop here
+            try:
+                delivered = attempt(hook, head)
+            except Exception:  # this row's trouble: it waits its backoff, the worker goes on
+                logger.exception("webhook %s delivery %s: the attempt broke", webhook_id, head.pk)
+                again_at = _postpone(head)
+                break
             if not delivered and head.status == DeliveryStatus.PENDING:
                 again_at = head.next_attempt_at  # it failed: it retries, the rest wait
                 break
@@ -262,27 +286,50 @@ def hand_over(board_id: int, last: int | None = None) -> list[int]:
     return chosen[:free]
 
 
+def _postpone(delivery: Delivery) -> datetime:
+    """After an attempt that broke (not one that failed): the head waits its backoff."""
+    at = timezone.now() + timedelta(seconds=backoff(delivery.attempts))
+    Delivery.objects.filter(pk=delivery.pk).update(
+        next_attempt_at=at, last_status=None, last_error=egress.NOT_SENT
+    )
+    return at
+
+
 def attempt(hook: Webhook, delivery: Delivery) -> bool:
-    """One attempt at one delivery; records the outcome and returns whether it arrived."""
+    """One attempt at one delivery; records the outcome and returns whether it arrived.
+
+    A delivery that cannot be made into a request (its payload broken) is given up at
+    once: no retry could send it, and the endpoint's later events would wait behind it
+    until it is given up.
+    """
     delivery.attempts += 1
     # Counted before sending: an attempt a killed worker made is not made "again" unseen.
     Delivery.objects.filter(pk=delivery.pk).update(attempts=delivery.attempts)
-    body, headers = signed_request(hook, delivery)
-    status, error = egress.post(hook.url, body, headers)
-    now = timezone.now()
-    delivery.last_status = status
-    delivery.last_error = error[:ERROR_MAX]
-    if status is not None and 200 <= status < 300:
-        delivery.status = DeliveryStatus.DELIVERED
-        delivery.delivered_at = now
-        delivery.last_error = ""
-    elif (now - delivery.created_at).total_seconds() >= settings.KANBAN_WEBHOOK_GIVE_UP_SECONDS:
-        delivery.status = DeliveryStatus.FAILED
+    try:
+        body, headers = signed_request(hook, delivery)
+    except Exception:
+        logger.exception(
+            "webhook %s delivery %s: no request from its payload", hook.pk, delivery.pk
+        )
+        status, error, broken = None, "invalid payload", True
     else:
-        delivery.next_attempt_at = now + timedelta(seconds=backoff(delivery.attempts))
-    delivery.save(
-        update_fields=["status", "last_status", "last_error", "delivered_at", "next_attempt_at"]
-    )
+        status, error = egress.post(hook.url, body, headers)
+        broken = False
+    now = timezone.now()
+    fields: dict[str, Any] = {"last_status": status, "last_error": error[:ERROR_MAX]}
+    if status is not None and 200 <= status < 300:
+        fields.update(status=DeliveryStatus.DELIVERED, delivered_at=now, last_error="")
+    elif broken or (now - delivery.created_at).total_seconds() >= (
+        settings.KANBAN_WEBHOOK_GIVE_UP_SECONDS
+    ):
+        fields.update(status=DeliveryStatus.FAILED)
+    else:
+        fields.update(next_attempt_at=now + timedelta(seconds=backoff(delivery.attempts)))
+    # An update, not a save: the endpoint (and this row with it) may have been removed
+    # while the attempt ran.
+    Delivery.objects.filter(pk=delivery.pk).update(**fields)
+    for name, value in fields.items():
+        setattr(delivery, name, value)
     return delivery.status == DeliveryStatus.DELIVERED
 
 
