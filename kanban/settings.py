@@ -5,6 +5,7 @@ in-memory layer. ``DATABASE_URL`` (``postgres://…``) and ``REDIS_URL`` switch 
 PostgreSQL and the Redis channel layer for more than one server process.
 """
 
+import ipaddress
 import os
 import tempfile
 from pathlib import Path
@@ -288,12 +289,23 @@ TASKS = {
 }
 KANBAN_WORKER_THREADS = int(os.environ.get("KANBAN_WORKER_THREADS", "2"))
 KANBAN_WORKER_POLL_SECONDS = float(os.environ.get("KANBAN_WORKER_POLL_SECONDS", "0.5"))
-# Each delivery attempt waits this long for the endpoint's answer.
-KANBAN_WEBHOOK_TIMEOUT_SECONDS = float(os.environ.get("KANBAN_WEBHOOK_TIMEOUT_SECONDS", "5"))
+# One delivery attempt (resolving, connecting, sending, reading the answer) ends this long
+# after it began, however slowly the endpoint answers.
+KANBAN_WEBHOOK_DEADLINE_SECONDS = float(os.environ.get("KANBAN_WEBHOOK_DEADLINE_SECONDS", "10"))
+# Worker threads one board's endpoints may hold at once (each endpoint holds at most one:
+# its events go in order), so a board whose endpoints hang leaves the others' to the rest.
+KANBAN_WEBHOOK_SENDERS_PER_BOARD = int(os.environ.get("KANBAN_WEBHOOK_SENDERS_PER_BOARD", "1"))
 # Retries wait base × 2^(attempt-1), at most an hour, until the event is this old.
 KANBAN_WEBHOOK_BACKOFF_SECONDS = float(os.environ.get("KANBAN_WEBHOOK_BACKOFF_SECONDS", "10"))
 KANBAN_WEBHOOK_GIVE_UP_SECONDS = int(os.environ.get("KANBAN_WEBHOOK_GIVE_UP_SECONDS", "86400"))
-# Endpoints on this server's own loopback are refused unless allowed (development, tests).
+# Endpoints only at public addresses: loopback, private, shared (CGNAT), link-local,
+# reserved and this host's own addresses are refused, unless named here: comma-separated
+# networks (e.g. "10.20.0.0/16,fd12:3456::/48") for receivers inside the company network.
+KANBAN_WEBHOOK_ALLOW_NETWORKS = [
+    str(ipaddress.ip_network(network, strict=False))  # a typo stops the server here
+    for network in env_list("KANBAN_WEBHOOK_ALLOW_NETWORKS", "")
+]
+# Shorthand for 127.0.0.0/8 and ::1 in the list above (development, tests).
 KANBAN_WEBHOOK_ALLOW_LOOPBACK = env_bool("KANBAN_WEBHOOK_ALLOW_LOOPBACK", False)
 # The address people open the board at: links in webhook payloads and Slack messages.
 KANBAN_PUBLIC_URL = os.environ.get("KANBAN_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")

@@ -1,4 +1,4 @@
-"""Webhooks from real server processes (issue 15): the workers inside daphne, and the
+"""Webhooks from real server processes (issues 15, 23): the workers inside daphne, and the
 task library's own worker processes (``db_worker``) as a scale-out deployment runs them.
 
 The endpoints are real HTTP servers on loopback (``tests.receiver``), allowed by
@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 
 from boards.liveserver import Agent, Cluster, postgres_admin_url, wait_until
-from tests.receiver import Receiver
+from tests.receiver import Dripper, Receiver
 
 pytestmark = pytest.mark.slow
 
-TIMEOUT = 2  # seconds: KANBAN_WEBHOOK_TIMEOUT_SECONDS of the servers and workers
+TIMEOUT = 2  # seconds: KANBAN_WEBHOOK_DEADLINE_SECONDS of the servers and workers
 ENV = {
     "KANBAN_WEBHOOK_ALLOW_LOOPBACK": "1",
-    "KANBAN_WEBHOOK_TIMEOUT_SECONDS": str(TIMEOUT),
+    "KANBAN_WEBHOOK_DEADLINE_SECONDS": str(TIMEOUT),
     "KANBAN_WEBHOOK_BACKOFF_SECONDS": "0.5",
     "KANBAN_WORKER_POLL_SECONDS": "0.1",
 }
@@ -97,6 +97,51 @@ def test_a_hanging_endpoint_delays_neither_a_write_nor_another_endpoint(
     )
     subjects = [r.json["task"]["subject"] for r in hanging.received]
     assert subjects == sorted(subjects, key=lambda s: int(s.split()[1]))
+
+
+def test_a_board_whose_endpoints_drip_holds_one_worker_and_other_boards_get_theirs(
+    tmp_path: Path, clusters, receivers
+):
+    # Issue 23's case: two endpoints of one board that answer a byte at a time held both
+    # worker threads of the server, and another board's events waited. The board may hold
+    # one (KANBAN_WEBHOOK_SENDERS_PER_BOARD); the deadline is long here so that only that
+    # rule lets the other board's event through.
+    env = {**ENV, "KANBAN_WEBHOOK_DEADLINE_SECONDS": "120", "KANBAN_WORKER_THREADS": "2"}
+    cluster = Cluster(tmp_path, backend="sqlite", env=env)
+    clusters.append(cluster)
+    base = cluster.start()
+    drippers = [Dripper(every=1), Dripper(every=1)]
+    healthy = Receiver()
+    receivers.append(healthy)
+    try:
+        for slug in ("slow", "fine"):
+            cluster.board(slug)
+        for dripper in drippers:
+            cluster.webhook("slow", dripper.url, "completed")
+        cluster.webhook("fine", healthy.url, "completed")
+        slow = Agent(base, "slow", cluster.token("slow", "worker-1"))
+        fine = Agent(base, "fine", cluster.token("fine", "worker-1"))
+
+        finish(slow, "Slow 0")
+        wait_until(lambda: drippers[0].open + drippers[1].open, timeout=10, what="a drip")
+        # Both senders were taken by the server's two workers (one drips, one let go).
+        wait_until(
+            lambda: cluster.manage(
+                "shell",
+                "-c",
+                "from django_tasks_db.models import DBTaskResult; "
+                "print(DBTaskResult.objects.ready().count())",
+            ).endswith("0"),
+            timeout=30,
+            what="no sender waits for a worker",
+        )
+        finish(fine, "Fine 0")
+        got = healthy.wait_for(1, timeout=10)
+        assert [r.json["task"]["subject"] for r in got] == ["Fine 0"]
+        assert drippers[0].open + drippers[1].open == 1
+    finally:
+        for dripper in drippers:
+            dripper.close()
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

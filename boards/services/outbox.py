@@ -7,7 +7,10 @@ backend). A worker runs it: it takes the endpoint (one sender at a time, so each
 endpoint gets its events in order), posts the oldest due delivery, signed, and
 records the outcome; failures are retried with exponential backoff until the
 event is ``KANBAN_WEBHOOK_GIVE_UP_SECONDS`` old. A write never waits for an
-endpoint, and an endpoint that hangs holds only its own queue.
+endpoint. An endpoint that hangs holds one worker for at most one attempt's deadline
+(``egress``) at a time, and a board's endpoints hold at most
+``KANBAN_WEBHOOK_SENDERS_PER_BOARD`` workers at once, so other boards' deliveries
+go on; a sender that lets go hands the board's places to its waiting endpoints.
 
 At least once: a worker killed mid-delivery leaves the delivery due and the
 endpoint taken only until ``busy_until``; the sweeper (``kick``) enqueues it again.
@@ -17,24 +20,20 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 import json
 import logging
 import os
 import socket
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
-from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import close_old_connections, transaction
-from django.db.models import Q
+from django.db.models import Min
 from django.utils import timezone
 from django_tasks import TaskResultStatus, task
 from django_tasks_db.management.commands.db_worker import Worker
@@ -43,6 +42,7 @@ from django_tasks_db.models import DBTaskResult
 from ..activity import describe, signal_of
 from ..models import Board, Delivery, DeliveryStatus, Event, Webhook
 from ..selectors import iso, task_summary, task_views
+from . import egress
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ ERROR_MAX = 500
 
 def hold_seconds() -> float:
     """How long a sender holds its endpoint: longer than any one attempt can take."""
-    return 2 * settings.KANBAN_WEBHOOK_TIMEOUT_SECONDS + 5
+    return 2 * settings.KANBAN_WEBHOOK_DEADLINE_SECONDS + 5
 
 
 def board_url(board: Board) -> str:
@@ -84,16 +84,30 @@ def record(board: Board, events: Iterable[Event]) -> None:
         board, {e.task_number for e, _ in signalled if e.task_number}, with_children=False
     )
     now = timezone.now()
-    rows = []
+    rows: list[Delivery] = []
     for event, signal in signalled:
         view = views.get(event.task_number) if event.task_number else None
-        payload = event_payload(board, event, signal, task_summary(view) if view else None)
-        for hook in hooks:
-            if not hook.kinds or signal in hook.kinds:
-                rows.append(delivery(hook.pk, event.seq, signal, payload, now))
+        try:
+            payload = event_payload(board, event, signal, task_summary(view) if view else None)
+        except Exception:  # a webhook's trouble must not undo the write, nor stop the others
+            logger.exception("board %s event %s: no webhook payload", board.pk, event.seq)
+            continue
+        rows.extend(
+            delivery(hook.pk, event.seq, signal, payload, now)
+            for hook in hooks
+            if wants(hook, signal)
+        )
     if rows:
         Delivery.objects.bulk_create(rows)
         wake({row.webhook_id for row in rows})
+
+
+def wants(hook: Webhook, signal: str) -> bool:
+    """Whether ``hook`` subscribes to ``signal`` (no kinds: every signal). A row whose
+    kinds are not a list (edited by hand) gets nothing rather than breaking the write."""
+    if not hook.kinds:
+        return True
+    return isinstance(hook.kinds, list) and signal in hook.kinds
 
 
 def delivery(
@@ -160,23 +174,24 @@ def deliver(webhook_id: int) -> int:
 
 
 def drain(webhook_id: int) -> int:
-    """Send ``webhook_id``'s due deliveries, oldest first, while they succeed."""
-    now = timezone.now()
-    taken = (
-        Webhook.objects.filter(pk=webhook_id, active=True)
-        .filter(Q(busy_until__isnull=True) | Q(busy_until__lt=now))
-        .update(busy_until=now + timedelta(seconds=hold_seconds()))
-    )
-    if not taken:
-        return 0  # another sender has it (or it is gone): it sends these too
+    """Send ``webhook_id``'s due deliveries, oldest first, while they succeed.
+
+    Takes the endpoint first (see ``take``); re-reads it before each attempt, so a
+    removed or paused endpoint gets no further attempt, and a rotated secret signs the
+    next one. A run ends after ``RUN_MAX_DELIVERIES`` or ``RUN_MAX_SECONDS``; then the
+    board's waiting endpoints are woken before this one again.
+    """
+    hook = take(webhook_id)
+    if hook is None:
+        return 0  # another sender has it, its board's places are taken, or it is gone
+    board_id = hook.board_id
     sent = 0
     started = time.monotonic()
     again_at = None
     try:
-        hook = Webhook.objects.select_related("board").get(pk=webhook_id)
         while True:
             head = (
-                Delivery.objects.filter(webhook=hook, status=DeliveryStatus.PENDING)
+                Delivery.objects.filter(webhook_id=webhook_id, status=DeliveryStatus.PENDING)
                 .order_by("id")
                 .first()
             )
@@ -186,12 +201,20 @@ def drain(webhook_id: int) -> int:
                 again_at = head.next_attempt_at  # ordered: later events wait for the head
                 break
             if sent >= RUN_MAX_DELIVERIES or time.monotonic() - started > RUN_MAX_SECONDS:
-                again_at = timezone.now()
+                break  # the rest go when the board's other waiting endpoints had a turn
+            if sent:
+                hook = Webhook.objects.filter(pk=webhook_id, active=True).first()
+                if hook is None:
+                    break  # removed or paused meanwhile: its retries stop here
+            try:
+                delivered = attempt(hook, head)
+            except Exception:  # this row's trouble: it waits its backoff, the worker goes on
+                logger.exception("webhook %s delivery %s: the attempt broke", webhook_id, head.pk)
+                again_at = _postpone(head)
                 break
-            if not attempt(hook, head):
-                again_at = head.next_attempt_at if head.status == DeliveryStatus.PENDING else None
-                if head.status == DeliveryStatus.PENDING:
-                    break
+            if not delivered and head.status == DeliveryStatus.PENDING:
+                again_at = head.next_attempt_at  # it failed: it retries, the rest wait
+                break
             sent += 1
             # Still ours: each attempt extends the hold by one attempt's length.
             Webhook.objects.filter(pk=webhook_id).update(
@@ -199,41 +222,114 @@ def drain(webhook_id: int) -> int:
             )
     finally:
         Webhook.objects.filter(pk=webhook_id).update(busy_until=None)
-    if again_at is None and _due(webhook_id):
-        # Recorded while this run held the endpoint: that write's sender found it taken.
-        again_at = timezone.now()
-    if again_at is not None:
-        _enqueue([webhook_id], run_after=again_at if again_at > timezone.now() else None)
+    if again_at is not None and again_at > timezone.now():
+        _enqueue([webhook_id], run_after=again_at)
+    # This endpoint's due rest (run limits, or recorded while it ran) and the board's
+    # other waiting endpoints: as many as the board may run, the others first.
+    hand_over(board_id, last=webhook_id)
     return sent
 
 
-def _due(webhook_id: int) -> bool:
-    return Delivery.objects.filter(
-        webhook_id=webhook_id, status=DeliveryStatus.PENDING, next_attempt_at__lte=timezone.now()
-    ).exists()
+def take(webhook_id: int) -> Webhook | None:
+    """Hold the endpoint for one sender, if it is active, no sender holds it, and its
+    board's endpoints hold fewer than ``KANBAN_WEBHOOK_SENDERS_PER_BOARD`` workers;
+    the endpoint, or None."""
+    now = timezone.now()
+    with transaction.atomic():
+        hook = Webhook.objects.filter(pk=webhook_id, active=True).first()
+        if hook is None:
+            return None
+        # The board's endpoints, locked (SQLite: the IMMEDIATE transaction), so two
+        # senders cannot both take the board's last place.
+        holds = (
+            Webhook.objects.select_for_update()
+            .filter(board_id=hook.board_id)
+            .order_by("pk")
+            .values_list("pk", "busy_until")
+        )
+        busy = {pk for pk, until in holds if until is not None and until >= now}
+        if webhook_id in busy or len(busy) >= settings.KANBAN_WEBHOOK_SENDERS_PER_BOARD:
+            return None
+        Webhook.objects.filter(pk=webhook_id).update(
+            busy_until=now + timedelta(seconds=hold_seconds())
+        )
+    return hook
+
+
+def hand_over(board_id: int, last: int | None = None) -> list[int]:
+    """Enqueue senders for the board's endpoints that wait with a due head delivery,
+    longest waiting first (``last``, the one that just ran, after the others), as many
+    as the board has free places; returns their ids."""
+    now = timezone.now()
+    hooks = list(
+        Webhook.objects.filter(board_id=board_id).values_list("pk", "active", "busy_until")
+    )
+    # A paused endpoint's attempt under way holds its place too (as ``take`` counts).
+    held = sum(1 for _, _, until in hooks if until is not None and until >= now)
+    free = settings.KANBAN_WEBHOOK_SENDERS_PER_BOARD - held
+    idle = [pk for pk, active, until in hooks if active and (until is None or until < now)]
+    if free <= 0 or not idle:
+        return []
+    heads = (
+        Delivery.objects.filter(webhook_id__in=idle, status=DeliveryStatus.PENDING)
+        .values("webhook_id")
+        .annotate(head=Min("id"))
+        .values_list("head", flat=True)
+    )
+    due = list(
+        Delivery.objects.filter(pk__in=list(heads), next_attempt_at__lte=now)
+        .order_by("next_attempt_at", "id")
+        .values_list("webhook_id", flat=True)
+    )
+    chosen = [pk for pk in due if pk != last] + [pk for pk in due if pk == last]
+    _enqueue(chosen[:free])
+    return chosen[:free]
+
+
+def _postpone(delivery: Delivery) -> datetime:
+    """After an attempt that broke (not one that failed): the head waits its backoff."""
+    at = timezone.now() + timedelta(seconds=backoff(delivery.attempts))
+    Delivery.objects.filter(pk=delivery.pk).update(
+        next_attempt_at=at, last_status=None, last_error=egress.NOT_SENT
+    )
+    return at
 
 
 def attempt(hook: Webhook, delivery: Delivery) -> bool:
-    """One attempt at one delivery; records the outcome and returns whether it arrived."""
+    """One attempt at one delivery; records the outcome and returns whether it arrived.
+
+    A delivery that cannot be made into a request (its payload broken) is given up at
+    once: no retry could send it, and the endpoint's later events would wait behind it
+    until it is given up.
+    """
     delivery.attempts += 1
     # Counted before sending: an attempt a killed worker made is not made "again" unseen.
     Delivery.objects.filter(pk=delivery.pk).update(attempts=delivery.attempts)
-    body, headers = signed_request(hook, delivery)
-    status, error = post(hook.url, body, headers)
-    now = timezone.now()
-    delivery.last_status = status
-    delivery.last_error = error[:ERROR_MAX]
-    if status is not None and 200 <= status < 300:
-        delivery.status = DeliveryStatus.DELIVERED
-        delivery.delivered_at = now
-        delivery.last_error = ""
-    elif (now - delivery.created_at).total_seconds() >= settings.KANBAN_WEBHOOK_GIVE_UP_SECONDS:
-        delivery.status = DeliveryStatus.FAILED
+    try:
+        body, headers = signed_request(hook, delivery)
+    except Exception:
+        logger.exception(
+            "webhook %s delivery %s: no request from its payload", hook.pk, delivery.pk
+        )
+        status, error, broken = None, "invalid payload", True
     else:
-        delivery.next_attempt_at = now + timedelta(seconds=backoff(delivery.attempts))
-    delivery.save(
-        update_fields=["status", "last_status", "last_error", "delivered_at", "next_attempt_at"]
-    )
+        status, error = egress.post(hook.url, body, headers)
+        broken = False
+    now = timezone.now()
+    fields: dict[str, Any] = {"last_status": status, "last_error": error[:ERROR_MAX]}
+    if status is not None and 200 <= status < 300:
+        fields.update(status=DeliveryStatus.DELIVERED, delivered_at=now, last_error="")
+    elif broken or (now - delivery.created_at).total_seconds() >= (
+        settings.KANBAN_WEBHOOK_GIVE_UP_SECONDS
+    ):
+        fields.update(status=DeliveryStatus.FAILED)
+    else:
+        fields.update(next_attempt_at=now + timedelta(seconds=backoff(delivery.attempts)))
+    # An update, not a save: the endpoint (and this row with it) may have been removed
+    # while the attempt ran.
+    Delivery.objects.filter(pk=delivery.pk).update(**fields)
+    for name, value in fields.items():
+        setattr(delivery, name, value)
     return delivery.status == DeliveryStatus.DELIVERED
 
 
@@ -287,115 +383,33 @@ def slack_text(payload: dict[str, Any]) -> str:
     return line
 
 
-class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None  # a redirect is an answer we do not follow: the attempt failed
-
-
-_opener = urllib.request.build_opener(_NoRedirects)
-
-
-def post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int | None, str]:
-    """POST once; (HTTP status or None, error text)."""
-    problem = url_problem(url) or address_problem(url)
-    if problem:
-        return None, problem
-    # http(s) only: url_problem refused every other scheme just above.
-    request = urllib.request.Request(url, data=body, headers=headers, method="POST")  # noqa: S310
-    try:
-        with _opener.open(request, timeout=settings.KANBAN_WEBHOOK_TIMEOUT_SECONDS) as answer:
-            answer.read(65536)
-            return answer.status, ""
-    except urllib.error.HTTPError as exc:
-        note = " (redirects are not followed)" if 300 <= exc.code < 400 else ""
-        return exc.code, f"HTTP {exc.code}{note}"
-    except (urllib.error.URLError, TimeoutError, OSError, ValueError) as exc:
-        reason = getattr(exc, "reason", exc)
-        return None, f"{type(reason).__name__}: {reason}" if str(reason) else type(reason).__name__
-
-
-# -- which addresses ----------------------------------------------------------------------
-
-
-def url_problem(url: str) -> str | None:
-    """Why ``url`` cannot be an endpoint, or None (checked when it is added)."""
-    if not isinstance(url, str) or len(url) > 500:
-        return "a URL of at most 500 characters"
-    parts = urlsplit(url.strip())
-    if parts.scheme not in ("http", "https"):
-        return "only http:// and https:// URLs"
-    if not parts.hostname:
-        return "the URL has no host"
-    try:
-        parts.port  # noqa: B018 (a bad port raises)
-    except ValueError:
-        return "the URL's port is not a number from 0 to 65535"
-    if parts.username or parts.password:
-        return "no user or password in the URL (the signature authenticates the board)"
-    if not settings.KANBAN_WEBHOOK_ALLOW_LOOPBACK and _is_local_name(parts.hostname):
-        return "not this server's own loopback address"
-    return None
-
-
-def _is_local_name(host: str) -> bool:
-    host = host.lower().rstrip(".")
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return _is_local(ipaddress.ip_address(host))
-    except ValueError:
-        return False
-
-
-def _is_local(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
-        address = address.ipv4_mapped
-    return address.is_loopback or address.is_unspecified or address.is_link_local
-
-
-def address_problem(url: str) -> str | None:
-    """Checked at each attempt: the name may have come to point at this server since."""
-    if settings.KANBAN_WEBHOOK_ALLOW_LOOPBACK:
-        return None
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if _is_local_name(host):
-        return "refused: the endpoint is this server's own loopback address"
-    try:
-        infos = socket.getaddrinfo(host, parts.port or 443, proto=socket.IPPROTO_TCP)
-    except OSError as exc:
-        return f"cannot resolve {host}: {exc}"
-    for info in infos:
-        if _is_local(ipaddress.ip_address(str(info[4][0]).split("%")[0])):
-            return f"refused: {host} resolves to a loopback or link-local address"
-    return None
-
-
 # -- the safety net (the sweeper) -----------------------------------------------------------
 
 
 def kick() -> int:
-    """Enqueue a sender for each endpoint whose head delivery is overdue and that no
-    live sender holds (its wake-up was lost, or its worker died); returns how many."""
-    now = timezone.now()
-    overdue = now - timedelta(seconds=hold_seconds())
-    ids = set(
-        Delivery.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__lt=overdue)
+    """Wake the endpoints whose head delivery is overdue and that no live sender holds
+    (a wake-up was lost, or a worker died), as many per board as the board may run;
+    returns how many. One board's trouble does not stop the others'."""
+    overdue = timezone.now() - timedelta(seconds=hold_seconds())
+    boards = set(
+        Delivery.objects.filter(
+            status=DeliveryStatus.PENDING, next_attempt_at__lt=overdue, webhook__active=True
+        )
         .order_by()
-        .values_list("webhook_id", flat=True)
+        .values_list("webhook__board_id", flat=True)
         .distinct()
     )
-    if not ids:
+    if not boards:
         return 0
     if DBTaskResult.objects.ready().filter(queue_name=QUEUE).exists():
         return 0  # senders are queued and no worker has taken them yet: more would not help
-    idle = list(
-        Webhook.objects.filter(pk__in=ids, active=True)
-        .filter(Q(busy_until__isnull=True) | Q(busy_until__lt=now))
-        .values_list("pk", flat=True)
-    )
-    _enqueue(idle)
-    return len(idle)
+    woken = 0
+    for board_id in sorted(boards):
+        try:
+            woken += len(hand_over(board_id))
+        except Exception:
+            logger.exception("board %s: waking its webhook senders failed", board_id)
+    return woken
 
 
 def prune(older_than: timedelta = timedelta(hours=1)) -> int:

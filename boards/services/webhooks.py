@@ -18,7 +18,7 @@ from django.utils import timezone
 from ..activity import SIGNALS
 from ..errors import InvalidInput, NotFound
 from ..models import Board, Delivery, Event, Subscription, Webhook
-from . import outbox
+from . import egress, outbox
 from .work import unit_of_work
 
 WEBHOOKS_PER_BOARD = 20
@@ -49,7 +49,7 @@ def webhook_add(
 ) -> tuple[Webhook, str]:
     """A new endpoint; returns it with its secret (shown to the admin once)."""
     url = url.strip() if isinstance(url, str) else url
-    problem = outbox.url_problem(url)
+    problem = egress.endpoint_problem(url)
     if problem:
         raise InvalidInput(f"url: {problem}", details=[{"field": "url"}])
     chosen = _kinds(kinds)
