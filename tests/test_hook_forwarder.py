@@ -16,12 +16,12 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.hook_server import HookServer, deny
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -34,66 +34,13 @@ PRE_TOOL_USE = {
     "tool_use_id": "toolu_01",
 }
 POST_TOOL_USE = {**PRE_TOOL_USE, "hook_event_name": "PostToolUse", "tool_response": {}}
-DENY = {
-    "hookSpecificOutput": {
-        "hookEventName": "PreToolUse",
-        "permissionDecision": "deny",
-        "permissionDecisionReason": "Denied by ana: not on main",
-    }
-}
-
-
-@dataclass
-class Board:
-    """Answers each POST with ``status`` and ``body``; holds it while ``hold`` is set."""
-
-    status: int = 200
-    body: bytes = b"{}"
-    hold: threading.Event = field(default_factory=threading.Event)
-    received: list[tuple[str, dict[str, str], bytes]] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        board = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                board.received.append((self.path, dict(self.headers), body))
-                while board.hold.is_set():
-                    time.sleep(0.02)
-                self.send_response(board.status)
-                if board.status in (301, 302):
-                    self.send_header("Location", "/elsewhere")
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(board.body)))
-                self.end_headers()
-                self.wfile.write(board.body)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/api/boards/ops/hooks/claude-code"
-
-    def answer(self, payload: Any, status: int = 200) -> None:
-        self.status, self.body = status, json.dumps(payload).encode()
-
-    def close(self) -> None:
-        self.hold.clear()
-        self.server.shutdown()
-        self.server.server_close()
+DENY = deny("Denied by ana: not on main")
 
 
 @pytest.fixture
-def board() -> Iterator[Board]:
-    board = Board()
-    yield board
-    board.close()
+def board() -> Iterator[HookServer]:
+    with HookServer() as board:
+        yield board
 
 
 @pytest.fixture
@@ -127,7 +74,7 @@ def hook(
 
 
 def test_forwards_the_hook_input_with_the_token_and_agent_and_prints_the_answer(board):
-    board.answer(DENY)
+    board.answers["PreToolUse"] = DENY
 
     result = hook(
         PRE_TOOL_USE,
@@ -138,9 +85,10 @@ def test_forwards_the_hook_input_with_the_token_and_agent_and_prints_the_answer(
 
     assert (result.returncode, result.stderr) == (0, "")
     assert json.loads(result.stdout) == DENY
-    [(path, headers, body)] = board.received
-    assert path == "/api/boards/ops/hooks/claude-code"
-    assert json.loads(body) == PRE_TOOL_USE
+    [call] = board.calls
+    assert call.path == "/api/boards/ops/hooks/claude-code"
+    assert call.json == PRE_TOOL_USE
+    headers = call.headers
     assert headers["Authorization"] == "Bearer tok-123"
     assert headers["X-Agent"] == "alice"
     assert headers["Content-Type"] == "application/json"
@@ -150,12 +98,12 @@ def test_reads_the_url_from_the_environment_and_sends_no_agent_header_unless_set
     result = hook(POST_TOOL_USE, env={"KANBAN_HOOK_URL": board.url, "KANBAN_TOKEN": "t"})
 
     assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
-    [(_, headers, _)] = board.received
-    assert "X-Agent" not in headers
+    [call] = board.calls
+    assert "X-Agent" not in call.headers
 
 
 def test_an_empty_answer_prints_nothing(board):
-    board.answer({})
+    board.answers["PreToolUse"] = {}
 
     result = hook(PRE_TOOL_USE, "--url", board.url)
 
@@ -190,7 +138,8 @@ def test_gemini_clis_before_tool_is_blocked_like_pre_tool_use(closed_url):
 
 
 def test_an_error_answer_blocks_with_the_boards_message(board):
-    board.answer({"error": {"code": "unauthorized", "message": "Unknown token."}}, status=401)
+    board.status = 401
+    board.body = b'{"error": {"code": "unauthorized", "message": "Unknown token."}}'
 
     result = hook(PRE_TOOL_USE, "--url", board.url)
 
@@ -222,7 +171,7 @@ def test_an_answer_that_is_not_a_json_object_blocks(board, body):
 
 def test_a_held_call_is_waited_for(board):
     board.hold.set()
-    board.answer(DENY)
+    board.answers["PreToolUse"] = DENY
     threading.Timer(1.0, board.hold.clear).start()
 
     result = hook(PRE_TOOL_USE, "--url", board.url, "--timeout", "20")
@@ -277,7 +226,7 @@ def test_input_that_is_not_a_json_object_blocks(board):
 
     assert result.returncode == 2
     assert result.stderr == "kanban-hook: the hook input on stdin is not a JSON object\n"
-    assert board.received == []
+    assert board.calls == []
 
 
 def test_the_forwarder_imports_nothing_outside_the_standard_library():
