@@ -85,13 +85,16 @@ class HookServer:
                     except (ValueError, AttributeError):
                         event = ""
                     body = json.dumps(server.answers.get(event, {})).encode()
-                self.send_response(server.status)
-                if server.status in (301, 302, 303, 307, 308):
-                    self.send_header("Location", "/elsewhere")
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                try:
+                    self.send_response(server.status)
+                    if server.status in (301, 302, 303, 307, 308):
+                        self.send_header("Location", "/elsewhere")
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up on a held call: what the test is about
 
             def log_message(self, *args: Any) -> None:
                 pass

@@ -11,13 +11,17 @@ end-to-end tests use the same harness.
 - a command hook (the forwarder) blocks the call while the board cannot be reached, and
   the model reads the forwarder's one line naming the board;
 - through the forwarder the board's answers are obeyed as the http hook's are, and it
-  sees SessionStart, which 2.1.328 never sends to an http hook.
+  sees SessionStart, which 2.1.328 never sends to an http hook;
+- a call the board holds is waited for (allow then runs it), and one held past the
+  forwarder's ``--timeout`` is blocked, before the client's own hook timeout (30 s
+  later) could let it run.
 """
 
 from __future__ import annotations
 
 import socket
 import subprocess
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,7 +36,7 @@ from tests.claude_cli import (
     http_hook_settings,
     run_claude,
 )
-from tests.hook_server import HookServer, deny
+from tests.hook_server import HookServer, allow, deny
 
 pytestmark = pytest.mark.slow  # the real CLI, a second or two a run
 
@@ -150,6 +154,33 @@ def test_through_the_forwarder_the_board_sees_every_event_and_its_deny_holds(boa
     assert start.json["cwd"] == str(run.project)
     assert end.json["reason"] == "other"
     assert len({call.json["session_id"] for call in board.calls}) == 1
+
+
+def test_a_held_call_waits_for_the_boards_answer_and_an_allow_runs_it(board, tmp_path):
+    board.answers["PreToolUse"] = allow("Approved by ana")
+    board.hold.set()
+    threading.Timer(3.0, board.hold.clear).start()  # a person decides after 3 s
+
+    with AnthropicStandin(list(SCRIPT)) as api:
+        run = touch(api, tmp_path, command_hook_settings(board.url, events=["PreToolUse"]))
+
+    assert (run.project / "made").exists()
+    assert api.tool_results()[0].is_error is False
+    [response] = run.hook_responses("PreToolUse")
+    assert response["outcome"] == "success"
+
+
+def test_a_held_call_past_the_forwarders_timeout_is_blocked(board, tmp_path):
+    board.hold.set()  # nobody decides
+
+    with AnthropicStandin(list(SCRIPT)) as api:
+        settings = command_hook_settings(board.url, events=["PreToolUse"], held_seconds=2)
+        run = touch(api, tmp_path, settings)
+
+    assert not (run.project / "made").exists()
+    assert api.tool_results()[0].text.endswith(
+        "(no answer within 2 s), so this tool call is blocked until it can be.\n"
+    )
 
 
 def test_the_http_hooks_of_a_short_session(board, tmp_path):
