@@ -24,13 +24,10 @@ tests here assert on that summary:
 
 from __future__ import annotations
 
-import fcntl
 import itertools
 import json
 import os
-import shutil
 import subprocess
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,11 +37,11 @@ import pytest
 
 from boards import schemas
 from boards.liveserver import Cluster, Server
+from tests.npm import npm_ci
 
 pytestmark = pytest.mark.slow  # a live server, and Node processes
 
 NODE_DIR = Path(__file__).resolve().parent / "node"
-NPM_CI_SECONDS = 300
 MCP_REQUEST_TIMEOUT = -32001  # the TypeScript SDK's ErrorCode.RequestTimeout
 
 SETUP = """
@@ -61,52 +58,10 @@ print(json.dumps({agent: run("issuetoken", "node", agent) for agent in ("alice",
 """
 
 
-def _node_modules_current() -> bool:
-    """node_modules holds every package of tests/node/package-lock.json at its version.
-
-    npm keeps what it installed in ``node_modules/.package-lock.json``; a missing or
-    older install (the lock file changed since) differs from the committed lock file.
-    """
-    try:
-        wanted = json.loads((NODE_DIR / "package-lock.json").read_text())["packages"]
-        have = json.loads((NODE_DIR / "node_modules" / ".package-lock.json").read_text())[
-            "packages"
-        ]
-    except (OSError, ValueError, KeyError):
-        return False
-    return all(
-        have.get(path, {}).get("version") == entry.get("version")
-        for path, entry in wanted.items()
-        if path  # "" is the package itself
-    )
-
-
 @pytest.fixture(scope="session")
 def node_packages() -> Path:
     """tests/node with its node_modules installed (``npm ci``, from the committed lock file)."""
-    missing = [tool for tool in ("node", "npm") if shutil.which(tool) is None]
-    if missing:
-        pytest.skip(
-            f"{' and '.join(missing)} not on PATH: the TypeScript SDK and MCP conformance "
-            "tests run in Node"
-        )
-    lock = Path(tempfile.gettempdir()) / "agent-kanban-tests-node.lock"
-    with lock.open("w") as held:
-        fcntl.flock(held, fcntl.LOCK_EX)  # one install at a time, whichever process asks
-        if not _node_modules_current():
-            result = subprocess.run(
-                ["npm", "ci", "--prefix", str(NODE_DIR), "--no-audit", "--no-fund"],
-                capture_output=True,
-                text=True,
-                timeout=NPM_CI_SECONDS,
-                check=False,
-            )
-            if result.returncode != 0 or not _node_modules_current():
-                raise RuntimeError(
-                    f"npm ci in {NODE_DIR} failed ({result.returncode}):\n"
-                    f"{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
-                )
-    return NODE_DIR
+    return npm_ci(NODE_DIR)
 
 
 def run_node(
