@@ -52,3 +52,56 @@ def doing_by_agent(sessions: dict[str, ClientSession]) -> dict[str, Any]:
     return {
         name: s.doing for name, s in sessions.items() if s.doing and s.state != SessionState.ENDED
     }
+
+
+# Claude Code 2.1 sends these to http hooks; SessionStart only to command hooks.
+HTTP_HOOK_EVENTS = (
+    "UserPromptSubmit",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "Notification",
+    "SubagentStart",
+    "SubagentStop",
+    "Stop",
+    "SessionEnd",
+)
+TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
+QUICK_HOOK_SECONDS = 10
+
+
+def claude_settings(hook_url: str, longest_wait: int) -> dict[str, Any]:
+    """The ``.claude/settings.json`` a person copies from the Connect page (SPEC §11).
+
+    A tool call goes through ``kanban-hook`` (a command hook): it blocks the call (exit
+    2) when the board cannot be reached, where an http hook would give no verdict and
+    let the client's own permissions run it. It waits a little longer than the board's
+    longest rule, and the client a little longer than it, so the board always answers
+    first. Everything else is an http hook that never blocks. The token and agent name
+    come from the environment (``KANBAN_TOKEN``, ``KANBAN_AGENT``), never the file.
+    """
+    held = longest_wait + 30
+
+    def command(seconds: int) -> dict[str, Any]:
+        return {
+            "type": "command",
+            "command": f"kanban-hook --url {hook_url} --timeout {seconds}",
+            "timeout": seconds + 30,
+        }
+
+    http = {
+        "type": "http",
+        "url": hook_url,
+        "headers": {"Authorization": "Bearer $KANBAN_TOKEN", "X-Agent": "$KANBAN_AGENT"},
+        "allowedEnvVars": ["KANBAN_TOKEN", "KANBAN_AGENT"],
+        "timeout": QUICK_HOOK_SECONDS,
+    }
+    hooks: dict[str, list[dict[str, Any]]] = {
+        "SessionStart": [{"hooks": [command(QUICK_HOOK_SECONDS)]}],
+        "PreToolUse": [{"matcher": "*", "hooks": [command(held)]}],
+    }
+    for event in HTTP_HOOK_EVENTS:
+        entry: dict[str, Any] = {"hooks": [http]}
+        if event in TOOL_EVENTS:
+            entry = {"matcher": "*", **entry}
+        hooks[event] = [entry]
+    return {"hooks": hooks}

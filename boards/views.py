@@ -6,6 +6,7 @@ render and call one service per action.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from datetime import date
 from functools import wraps
@@ -23,7 +24,7 @@ from django.utils.html import escape
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.middleware import HtmxDetails
 
-from . import charts, gates, metrics, permissions, selectors, services
+from . import charts, clients, gates, metrics, permissions, selectors, services
 from .activity import SIGNALS
 from .errors import InvalidInput, NotFound, ServiceError, error_body
 from .models import (
@@ -756,6 +757,10 @@ def connect_agent(request: HtmxHttpRequest, board: Board, role: Role) -> HttpRes
             return redirect("connect", slug=board.slug)
     shown = request.session.pop(CONNECT_TOKEN_KEY, None)
     issued = shown if shown and shown.get("board") == board.pk else None
+    hook_url = request.build_absolute_uri(f"/api/boards/{board.slug}/hooks/claude-code")
+    longest_wait = max(
+        [r.wait_seconds for r in GateRule.objects.filter(board=board, decision="ask")] or [0]
+    )
     context = {
         "board": board,
         "error": error,
@@ -764,6 +769,11 @@ def connect_agent(request: HtmxHttpRequest, board: Board, role: Role) -> HttpRes
         "mcp_url": request.build_absolute_uri(f"/mcp/{board.slug}/"),
         "api_url": request.build_absolute_uri(f"/api/boards/{board.slug}/tools/"),
         "tools_url": request.build_absolute_uri(f"/api/boards/{board.slug}/tools"),
+        "hook_url": hook_url,
+        "claude_settings": json.dumps(
+            clients.claude_settings(hook_url, longest_wait), indent=2, ensure_ascii=False
+        ),
+        "longest_wait": longest_wait,
     }
     response = render(request, "boards/connect.html", context, status=400 if error else 200)
     add_never_cache_headers(response)

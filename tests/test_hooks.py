@@ -29,7 +29,7 @@ def hook(name: str, session: str = "s-1", **fields) -> dict:
         "session_id": session,
         "cwd": CWD,
         "permission_mode": "default",
-        "transcript_path": "/tmp/t.jsonl",
+        "transcript_path": "/home/dev/.claude/t.jsonl",
         **fields,
     }
 
@@ -189,7 +189,7 @@ def test_a_malformed_event_is_a_400_naming_the_field_and_changes_nothing(board, 
 def test_the_hook_door_refuses_bad_tokens_other_boards_and_bad_json(board, token):
     assert send("ak_nope", hook("Stop"))[0] == 401
     make_board("other")
-    status, answer = send(token, hook("Stop"), slug="other")
+    status, _answer = send(token, hook("Stop"), slug="other")
     assert status == 403
     assert send(token, b"{not json")[0] == 400
     assert send(token, b"[1, 2]")[0] == 400
@@ -329,7 +329,7 @@ async def test_a_held_call_nobody_answers_ends_with_the_fallback_at_its_wait(tok
     board, token = token_async
     await sync_to_async(GateRule.objects.filter(board=board).update)(wait_seconds=5)
     started = asyncio.get_running_loop().time()
-    status, answer = await asyncio.wait_for(send_async(token, bash("sudo reboot")), 20)
+    _status, answer = await asyncio.wait_for(send_async(token, bash("sudo reboot")), 20)
     assert asyncio.get_running_loop().time() - started >= 5
     verdict, reason = decision(answer)
     assert verdict == "deny"
@@ -381,7 +381,7 @@ def test_a_viewer_cannot_decide_a_held_call(board, token, django_user_model):
 def test_a_persons_message_reaches_the_session_on_its_next_event(board, token):
     send(token, hook("SessionStart"))
     services.message_send(board=board, sender="pat", recipient="claude", body="Use pnpm")
-    status, answer = send(token, hook("UserPromptSubmit", prompt="go"))
+    _status, answer = send(token, hook("UserPromptSubmit", prompt="go"))
     assert (
         "Message from pat on the board: Use pnpm"
         in (answer["hookSpecificOutput"]["additionalContext"])
