@@ -360,14 +360,24 @@ def call(
     An answer that is not JSON (a proxy's error page) comes back as its text. A server
     that does not answer raises OSError (``urllib.error.URLError`` is one).
     """
+    return post_json(f"{base}/api/boards/{slug}/tools/{tool}", token, body, agent, timeout)
+
+
+def hook(
+    base: str, slug: str, token: str, body: dict[str, Any], *, agent: str = "", timeout: float = 60
+) -> tuple[int, Any]:
+    """One Claude Code hook event, as the client posts it: (HTTP status, the JSON answer)."""
+    return post_json(f"{base}/api/boards/{slug}/hooks/claude-code", token, body, agent, timeout)
+
+
+def post_json(
+    url: str, token: str, body: dict[str, Any], agent: str, timeout: float
+) -> tuple[int, Any]:
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     if agent:
         headers["X-Agent"] = agent  # a team token names its agent per request
     request = urllib.request.Request(
-        f"{base}/api/boards/{slug}/tools/{tool}",
-        data=json.dumps(body).encode(),
-        headers=headers,
-        method="POST",
+        url, data=json.dumps(body).encode(), headers=headers, method="POST"
     )
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:

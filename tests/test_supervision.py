@@ -11,6 +11,7 @@ def test_inbox_returns_messages_oldest_first_and_ack_marks_them_read(alice, boar
     alice.create("Work")
     services.message_send(board=board, sender="pat", recipient="alice", body="first", task_id="1")
     services.message_send(board=board, sender="pat", recipient="alice", body="second")
+    services.agent_seen(board=board, agent="bob")
     services.message_send(board=board, sender="pat", recipient="bob", body="not yours")
     peek = alice.call("InboxRead", {})
     assert [m["body"] for m in peek.body["messages"]] == ["first", "second"]

@@ -399,11 +399,13 @@ def test_message_action_queues_a_message_for_the_owner(person_client, board, mod
 
 def test_message_action_can_name_another_recipient(person_client, board, mode):
     make_task(board)
+    services.agent_seen(board=board, agent="bob")
     act(person_client, mode, 1, "message", {"recipient": "bob", "body": "Help alice"})
     assert Message.objects.get(board=board).recipient == "bob"
 
 
 def test_board_message_form_queues_a_message(person_client, board, mode):
+    services.agent_seen(board=board, agent="alice")
     response = person_client.post(
         "/boards/team/messages/",
         {"recipient": "alice", "body": "Stand by"},

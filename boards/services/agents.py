@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import difflib
 import math
 import secrets
 import time
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -14,7 +16,7 @@ from django.utils import timezone
 
 from .. import events
 from ..errors import InvalidInput, NotFound, TooManyRequests
-from ..models import Agent, AgentToken, Board, agent_name_problem, hash_token
+from ..models import Agent, AgentToken, Board, Task, agent_name_problem, hash_token
 from .work import unit_of_work
 
 
@@ -100,16 +102,15 @@ def token_issue(
     return raw
 
 
-def owner_name(board: Board, name: str) -> str:
-    """``name`` as a task's owner: empty (nobody), or a plain name that is on the board's
-    roster, holds a token of it, or is a member (as stored: names compare without case)."""
-    if name == "":
-        return name
-    problem = agent_name_problem(name)
-    if problem is not None:
-        raise InvalidInput(f"owner: {problem}", details=[{"field": "owner", "message": problem}])
-    known = (
+def known_name(board: Board, name: str) -> str | None:
+    """``name`` as the board knows it (on its roster, owning one of its tasks, holding a
+    token of it, or a member; names compare without case), or None."""
+    found = (
         Agent.objects.filter(board=board, name__iexact=name).values_list("name", flat=True).first()
+        or Task.objects.filter(board=board, owner__iexact=name)
+        .order_by()
+        .values_list("owner", flat=True)
+        .first()
         or AgentToken.objects.filter(board=board, agent__iexact=name, revoked_at__isnull=True)
         .values_list("agent", flat=True)
         .first()
@@ -119,10 +120,46 @@ def owner_name(board: Board, name: str) -> str:
         .values_list("username", flat=True)
         .first()
     )
-    if not known:
-        message = f"no agent or member called {name!r} on this board"
-        raise InvalidInput(f"owner: {message}", details=[{"field": "owner", "message": message}])
-    return str(known)
+    return str(found) if found else None
+
+
+def _unknown(board: Board, field: str, name: str) -> InvalidInput:
+    """The refusal of a name the board does not know, with the close ones it does."""
+    names = set(Agent.objects.filter(board=board).values_list("name", flat=True)[:500])
+    names |= set(
+        AgentToken.objects.filter(board=board, revoked_at__isnull=True)
+        .exclude(agent="")
+        .values_list("agent", flat=True)[:500]
+    )
+    names |= set(
+        get_user_model()
+        .objects.filter(board_memberships__board=board, is_active=True)
+        .values_list("username", flat=True)[:500]
+    )
+    close = difflib.get_close_matches(name, sorted(names), n=3, cutoff=0.6)
+    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    message = f"No agent called {name[:64]!r} on this board{hint}"
+    detail: dict[str, Any] = {"field": field, "message": message}
+    if close:
+        detail["suggestions"] = close
+    return InvalidInput(f"{field}: {message}", details=[detail])
+
+
+def checked_name(board: Board, name: str, *, field: str) -> str:
+    """A plain name the board knows (``known_name``), as it spells it; else 400 naming
+    ``field``, with close names suggested."""
+    problem = agent_name_problem(name)
+    if problem is not None:
+        raise InvalidInput(f"{field}: {problem}", details=[{"field": field, "message": problem}])
+    known = known_name(board, name)
+    if known is None:
+        raise _unknown(board, field, name)
+    return known
+
+
+def owner_name(board: Board, name: str) -> str:
+    """``name`` as a task's owner: empty (nobody), or a plain name the board knows."""
+    return name if name == "" else checked_name(board, name, field="owner")
 
 
 def token_revoke(*, board: Board, token_id: int) -> AgentToken:

@@ -6,6 +6,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from ..models import Board, Message
+from . import agents
 from .work import NAME_MAX, shown, text, unit_of_work
 
 
@@ -14,6 +15,7 @@ def message_send(
 ) -> Message:
     """Queue a person's message for an agent, optionally about a task."""
     recipient = text("recipient", recipient, NAME_MAX, required=True)
+    recipient = agents.checked_name(board, recipient, field="recipient")
     body = text("body", body, 10_000, required=True)
     with unit_of_work(board, sender, person=True) as work:
         number = work.task(task_id).number if task_id is not None and task_id != "" else None

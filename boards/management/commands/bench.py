@@ -35,7 +35,14 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from boards.liveserver import CHROMIUM_ARGS, CHROMIUM_PATH, Agent, Cluster, session_cookie
+from boards.liveserver import (
+    CHROMIUM_ARGS,
+    CHROMIUM_PATH,
+    Agent,
+    Cluster,
+    hook,
+    session_cookie,
+)
 
 # Not dependencies of the board itself: ``pip install -e '.[test]'`` brings them.
 NEEDS = {"websockets": "the WebSocket push figures", "playwright": "the Chromium push figures"}
@@ -310,6 +317,21 @@ class Command(BaseCommand):
             status, answer = agent.call(tool, body)
             assert status == 200, (tool, status, answer)
 
+        def pre_tool(i: int) -> dict[str, Any]:
+            # A Claude Code session's call that no gate rule matches: recorded, no decision.
+            return {
+                "hook_event_name": "PreToolUse",
+                "session_id": "bench-session",
+                "cwd": "/srv/project",
+                "tool_name": "Bash",
+                "tool_input": {"command": f"npm test -- --shard {i}"},
+                "tool_use_id": f"toolu_{i}",
+            }
+
+        def hooked(body: dict[str, Any]) -> None:
+            status, answer = hook(agent.base, agent.slug, agent.token, body)
+            assert status == 200 and "permissionDecision" not in json.dumps(answer), answer
+
         figures = {"empty JSON view": timed(empty)}
         figures["TaskCreate"] = timed(lambda i: ok("TaskCreate", {"subject": f"Task {i}"}))
         figures["TaskGet"] = timed(lambda i: ok("TaskGet", {"taskId": str(i % calls + 1)}))
@@ -317,6 +339,10 @@ class Command(BaseCommand):
             lambda i: ok("TaskUpdate", {"taskId": str(i % calls + 1), "metadata": {"n": i}})
         )
         figures["TaskClaim"] = timed(lambda i: ok("TaskClaim", {"taskId": str(i + 1)}))
+        figures["hook PreToolUse"] = timed(lambda i: hooked(pre_tool(i)))
+        figures["hook PostToolUse"] = timed(
+            lambda i: hooked({**pre_tool(i), "hook_event_name": "PostToolUse", "duration_ms": 5})
+        )
         for size in (100, 1000):
             lister = self.board(cluster, f"list{size}x{len(cluster.bases)}")
             self.fill(lister, size)

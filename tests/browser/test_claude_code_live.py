@@ -1,0 +1,640 @@
+"""Claude Code sessions supervised on the board, end to end (SPEC §11, issue #22 "Done when").
+
+The real Claude Code CLI (``tests/claude``, 2.1.328) runs headless against a scripted
+stand-in for the Anthropic API on loopback (``tests/anthropic_standin``), with the
+``.claude/settings.json`` a person copies from the board's Connect page (read in
+Chromium, used as it is: ``kanban-hook`` command hooks for SessionStart and PreToolUse,
+http hooks for the rest), its token in ``KANBAN_TOKEN`` and ``--allowedTools Bash`` (the
+client allows the tool; the board gates it). The board is a real daphne server
+(``boards.liveserver.Cluster``) and the person is in Chromium:
+
+- a session shows on the roster with its folder, and ends there;
+- ``rm -rf build`` (a default rule asks) waits until a person clicks Approve, then runs;
+- ``git push origin main`` denied with a note never runs, and the model reads the note;
+- a call no rule matches runs without a person;
+- a held call nobody answers ends with its rule's fallback at the rule's wait (5 s);
+- 5 sessions × 50 tool calls posted as the CLI posts them leave the event log and the
+  board's pushes bounded, and each session keeps its last few calls;
+- the hook door's refusals are clear JSON errors.
+
+Waits are conditions with a bounded timeout, never sleeps.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Locator, Page, expect
+
+from boards.liveserver import Cluster, Server
+from tests.anthropic_standin import AnthropicStandin, Step, Text, ToolUse
+from tests.claude_cli import ClaudeRun, claude_binary, run_claude
+
+from .conftest import USERNAME, LiveBoard, assert_not_reloaded
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+OpenPage = Callable[[], Page]
+
+AGENT = "coder"  # the CLI's agent: a token bound to this name
+CLI_SECONDS = 90  # one headless run, held calls included
+CLI_MS = 30_000  # from starting the CLI to its first hook showing on the board
+PROMPT = "Tidy up the project."
+
+# Every hook the CLI ran in this module: (test, event, outcome, exit code). Shown at the end.
+HOOKS_SEEN: list[tuple[str, str, str, Any]] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def claude() -> Iterator[Path]:
+    """The pinned CLI, and ``kanban-hook`` on PATH as the copied settings expect it."""
+    binary = claude_binary()
+    if shutil.which("kanban-hook") is None:
+        pytest.fail("kanban-hook is not on PATH: `pip install -e .` installs it")
+    yield binary
+    if HOOKS_SEEN:
+        print("\nHooks the CLI ran (test, event, outcome, exit code):")
+        for seen in HOOKS_SEEN:
+            print("  ", *seen)
+
+
+# -- helpers -------------------------------------------------------------------------------------
+
+
+@dataclass
+class ClaudeBoard(LiveBoard):
+    """A fresh board (with the default gate rules), its team token (``token``), a token
+    bound to ``AGENT`` for the CLI and an admin-scoped one that reads the event log."""
+
+    agent_token: str = ""
+    admin_token: str = ""
+
+
+_boards = itertools.count(1)
+
+
+@pytest.fixture
+def live_board(cluster: Cluster, server: Server) -> ClaudeBoard:
+    """Overrides conftest's: the board and its three tokens in one command (a Django
+    start is two seconds)."""
+    if not server.running:
+        server.start()
+    slug = f"cc{next(_boards)}-{os.getpid()}"
+    out = cluster.manage(
+        "shell",
+        "--no-imports",
+        "-c",
+        "from django.core.management import call_command\n"
+        f"call_command('createboard', {slug!r}, name='Claude Code {slug}')\n"
+        f"call_command('issuetoken', {slug!r}, 'agents', team=True)\n"
+        f"call_command('issuetoken', {slug!r}, {AGENT!r})\n"
+        f"call_command('issuetoken', {slug!r}, 'auditor', admin=True)\n",
+    )
+    team, agent, admin = out.splitlines()[-3:]
+    assert all(t.startswith("ak_") for t in (team, agent, admin)), out
+    return ClaudeBoard(server, slug, team, agent, admin)
+
+
+def copied_settings(page: Page, live_board: ClaudeBoard) -> dict[str, Any]:
+    """The ``.claude/settings.json`` on the Connect page, as the logged-in person copies it."""
+    connect = page.context.new_page()
+    try:
+        connect.goto(f"{live_board.url}connect/")
+        raw = connect.locator("#claude-settings").inner_text()
+    finally:
+        connect.close()
+    settings = json.loads(raw)
+    hook_url = f"{live_board.server.base}/api/boards/{live_board.slug}/hooks/claude-code"
+    gate = settings["hooks"]["PreToolUse"][0]["hooks"][0]
+    assert gate["type"] == "command"
+    assert gate["command"].startswith(f"kanban-hook --url {hook_url} --timeout "), gate
+    assert settings["hooks"]["SessionEnd"][0]["hooks"][0]["url"] == hook_url
+    return settings
+
+
+class Session:
+    """One headless CLI run in a background thread, while the test drives the browser."""
+
+    def __init__(
+        self,
+        script: list[Step],
+        workdir: Path,
+        settings: dict[str, Any],
+        token: str,
+        test: str,
+    ) -> None:
+        self.api = AnthropicStandin(script)
+        self.workdir = workdir
+        self.project = workdir / "project"
+        self.test = test
+        self.run: ClaudeRun | None = None
+        self.error: BaseException | None = None
+        self.started = time.monotonic()
+        self.seconds = 0.0
+        self._thread = threading.Thread(
+            target=self._run, args=(settings, token), name=f"claude {test}", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, settings: dict[str, Any], token: str) -> None:
+        try:
+            self.run = run_claude(
+                PROMPT,
+                api_url=self.api.url,
+                workdir=self.workdir,
+                settings=settings,
+                allowed_tools=["Bash"],
+                env={"KANBAN_TOKEN": token},
+                timeout=CLI_SECONDS,
+            )
+        except BaseException as exc:  # shown by result() in the test's thread
+            self.error = exc
+        finally:
+            self.seconds = time.monotonic() - self.started
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def result(self) -> ClaudeRun:
+        """The finished run (waiting for it); every hook it ran answered."""
+        self._thread.join(CLI_SECONDS + 10)
+        self.api.close()
+        assert not self._thread.is_alive(), "the CLI did not exit"
+        if self.error is not None:
+            raise self.error
+        run = self.run
+        assert run is not None
+        assert run.returncode == 0, (run.returncode, run.stderr[-2000:])
+        for hook in run.hook_responses():
+            HOOKS_SEEN.append(
+                (self.test, hook.get("hook_event"), hook.get("outcome"), hook.get("exit_code"))
+            )
+        failed = [h for h in run.hook_responses() if h.get("outcome") != "success"]
+        assert not failed, failed
+        return run
+
+
+def start(
+    tmp_path: Path, page: Page, live_board: ClaudeBoard, token: str, script: list[Step], test: str
+) -> Session:
+    return Session(script, tmp_path / "claude", copied_settings(page, live_board), token, test)
+
+
+def roster_row(page: Page, agent: str = AGENT) -> Locator:
+    return page.locator(f'#roster li[data-agent="{agent}"]')
+
+
+def held_calls(page: Page) -> Locator:
+    return page.locator("#approvals li[data-call]")
+
+
+def hooks_sent(run: ClaudeRun) -> list[str]:
+    return [str(h.get("hook_event")) for h in run.hook_responses()]
+
+
+def expect_ended_on_roster(page: Page, run: ClaudeRun) -> None:
+    """The session is on the roster with its folder, ended (pushed live, no reload)."""
+    state = roster_row(page).locator("[data-session-state]")
+    expect(state).to_have_attribute("data-session-state", "ended")
+    expect(state.locator(".tag")).to_have_text("Ended")
+    expect(state.locator("code")).to_have_text(str(run.project))
+    assert run.init.get("cwd") == str(run.project)
+
+
+# -- the tests -----------------------------------------------------------------------------------
+
+
+def test_a_session_shows_on_the_roster_with_its_folder_and_ends(
+    open_page: OpenPage, live_board: ClaudeBoard, cluster: Cluster, tmp_path: Path
+):
+    page = open_page()
+    token = live_board.agent_token
+    expect(roster_row(page)).to_have_count(0)
+
+    session = start(tmp_path, page, live_board, token, [Text("Nothing to tidy.")], "session")
+    # It shows while it runs (SessionStart through kanban-hook), then ends (SessionEnd, http).
+    expect(roster_row(page)).to_have_count(1, timeout=CLI_MS)
+    run = session.result()
+    assert run.result.get("result") == "Nothing to tidy."
+
+    # The stream records the hooks up to Stop; SessionEnd runs as the CLI exits, after its
+    # last message, and shows on the board only.
+    assert hooks_sent(run) == ["SessionStart", "UserPromptSubmit", "Stop"]
+    expect_ended_on_roster(page, run)
+    assert_not_reloaded(page)
+
+    kinds = [e["kind"] for e in events(live_board)]
+    assert kinds.count("session_started") == kinds.count("session_ended") == 1, kinds
+
+
+def test_a_risky_call_waits_until_a_person_approves_it_then_runs(
+    open_page: OpenPage, live_board: ClaudeBoard, cluster: Cluster, tmp_path: Path
+):
+    page = open_page()
+    token = live_board.agent_token
+    build = tmp_path / "claude" / "project" / "build"
+    build.mkdir(parents=True)
+    (build / "app.js").write_text("// built\n")
+
+    script: list[Step] = [
+        ToolUse("Bash", {"command": "rm -rf build", "description": "Remove the build"}),
+        Text("Removed the build."),
+    ]
+    session = start(tmp_path, page, live_board, token, script, "approve")
+
+    item = held_calls(page)
+    expect(item).to_have_count(1, timeout=CLI_MS)
+    expect(item.locator("strong")).to_have_text(AGENT)
+    expect(item).to_contain_text("asks to run Bash")
+    expect(item.locator("code.call-summary")).to_have_text("rm -rf build")
+    expect(item).to_contain_text(str(session.project))
+    expect(item).to_contain_text("rule “Recursive delete”")
+    waiting = roster_row(page).locator("[data-session-state]")
+    expect(waiting).to_have_attribute("data-session-state", "waiting")
+    # Held: the client waits on the board and the folder is still there.
+    assert session.running
+    assert build.exists()
+
+    item.get_by_role("button", name="Approve").click()
+    expect(held_calls(page)).to_have_count(0)
+    run = session.result()
+
+    assert not build.exists()
+    [result] = session.api.tool_results()
+    assert not result.is_error, result
+    assert run.result.get("result") == "Removed the build."
+    expect_ended_on_roster(page, run)
+    last = roster_row(page).locator(".session-calls li.call").first
+    expect(last).to_contain_text("Running `rm -rf build`")
+    expect(last).to_have_class("call call--ok")
+    assert_not_reloaded(page)
+
+
+def test_a_denied_call_never_runs_and_the_model_reads_the_persons_note(
+    open_page: OpenPage, live_board: ClaudeBoard, cluster: Cluster, tmp_path: Path
+):
+    page = open_page()
+    token = live_board.agent_token
+    remote, project = scratch_repo(tmp_path / "claude")
+
+    script: list[Step] = [
+        ToolUse("Bash", {"command": "git push origin main", "description": "Push to main"}),
+        Text("I will wait for the review."),
+    ]
+    session = start(tmp_path, page, live_board, token, script, "deny")
+
+    item = held_calls(page)
+    expect(item).to_have_count(1, timeout=CLI_MS)
+    expect(item.locator("code.call-summary")).to_have_text("git push origin main")
+    expect(item).to_contain_text("rule “git push”")
+    assert session.running
+    note = "Not on main: open a pull request for review first"
+    item.locator("input[name=note]").fill(note)
+    item.get_by_role("button", name="Deny").click()
+    expect(held_calls(page)).to_have_count(0)
+    run = session.result()
+
+    # Never ran: the remote has no branch.
+    assert not git(remote, "branch", "--list").strip()
+    assert (project / "README.md").exists()
+    [result] = session.api.tool_results()
+    assert result.is_error, result
+    assert note in result.text, result.text
+    assert f"Denied by {USERNAME} on the board" in result.text, result.text
+    # A call the board denied gets no PostToolUse: the board knows its outcome already.
+    assert "PostToolUse" not in hooks_sent(run), hooks_sent(run)
+
+    expect_ended_on_roster(page, run)
+    last = roster_row(page).locator(".session-calls li.call").first
+    expect(last).to_contain_text("Running `git push origin main`")
+    expect(last).to_have_class("call call--denied")
+    denied = [e for e in events(live_board) if e["kind"] == "tool_call_denied"]
+    assert [(e["actor"], e["data"]["note"]) for e in denied] == [(USERNAME, note)], denied
+    assert_not_reloaded(page)
+
+
+def test_a_call_no_rule_matches_runs_without_a_person(
+    open_page: OpenPage, live_board: ClaudeBoard, cluster: Cluster, tmp_path: Path
+):
+    page = open_page()
+    token = live_board.agent_token
+    script: list[Step] = [
+        ToolUse("Bash", {"command": "echo hi > out.txt", "description": "Write out.txt"}),
+        Text("Wrote out.txt."),
+    ]
+    session = start(tmp_path, page, live_board, token, script, "no rule")
+    run = session.result()
+
+    assert (run.project / "out.txt").read_text() == "hi\n"
+    [result] = session.api.tool_results()
+    assert not result.is_error, result
+    sent = hooks_sent(run)
+    assert sent.count("PreToolUse") == sent.count("PostToolUse") == 1, sent
+
+    expect_ended_on_roster(page, run)
+    last = roster_row(page).locator(".session-calls li.call").first
+    expect(last).to_contain_text("Running `echo hi > out.txt`")
+    expect(last).to_have_class("call call--ok")
+    expect(held_calls(page)).to_have_count(0)
+    kinds = [e["kind"] for e in events(live_board)]
+    assert not [k for k in kinds if k.startswith("tool_call_")], kinds
+
+
+def test_a_held_call_nobody_answers_ends_with_the_fallback_at_the_rules_wait(
+    open_page: OpenPage, live_board: ClaudeBoard, cluster: Cluster, tmp_path: Path
+):
+    page = open_page()
+    token = live_board.agent_token
+    # The board's admin makes recursive deletes wait 5 s, then deny (`manage.py gaterules`:
+    # the default rule removed, a quick one added; one Django start for the three).
+    listed = cluster.manage(
+        "shell",
+        "--no-imports",
+        "-c",
+        "import io\nfrom django.core.management import call_command\n"
+        f"out = io.StringIO(); call_command('gaterules', {live_board.slug!r}, stdout=out)\n"
+        "[rule] = [line.split()[0] for line in out.getvalue().splitlines() "
+        "if line.endswith('Recursive delete')]\n"
+        f"call_command('gaterules', {live_board.slug!r}, remove=int(rule), stdout=io.StringIO())\n"
+        f"call_command('gaterules', {live_board.slug!r}, add='Bash', pattern=r'\\brm\\s+-rf\\b', "
+        "wait=5, fallback='deny', note='Quick delete check')\n",
+    )
+    assert "Recursive delete" not in listed, listed
+    assert "~ \\brm\\s+-rf\\b → ask (wait 5 s, then deny)  Quick delete check" in listed, listed
+    build = tmp_path / "claude" / "project" / "build"
+    build.mkdir(parents=True)
+
+    script: list[Step] = [
+        ToolUse("Bash", {"command": "rm -rf build", "description": "Remove the build"}),
+        Text("The build stays."),
+    ]
+    session = start(tmp_path, page, live_board, token, script, "no answer")
+    item = held_calls(page)
+    expect(item).to_have_count(1, timeout=CLI_MS)
+    expect(item).to_contain_text("rule “Quick delete check”")
+    expect(item).to_contain_text("deny at")
+    held_at = time.monotonic()
+    # Nobody answers: the item goes by itself, at the rule's wait.
+    expect(held_calls(page)).to_have_count(0, timeout=15_000)
+    held_for = time.monotonic() - held_at
+    run = session.result()
+
+    assert build.exists()
+    [result] = session.api.tool_results()
+    assert result.is_error, result
+    assert "No person answered on the board within 5 s" in result.text, result.text
+    assert "not run" in result.text, result.text
+    assert 3 <= held_for <= 12, held_for
+    expect_ended_on_roster(page, run)
+    expect(roster_row(page).locator(".session-calls li.call").first).to_have_class(
+        "call call--denied"
+    )
+    expired = [e for e in events(live_board) if e["kind"] == "tool_call_expired"]
+    assert [e["data"]["fallback"] for e in expired] == ["deny"], expired
+
+
+# -- many sessions at once -------------------------------------------------------------------------
+
+SESSIONS = 5
+CALLS = 50
+HTTP_HEADERS = {  # what the CLI's http hooks send (docs/claude-code-hooks.md)
+    "Content-Type": "application/json",
+    "Accept": "application/json, text/plain, */*",
+    "User-Agent": "axios/1.15.2",
+}
+
+
+def cli_payloads(session_id: str, cwd: str) -> Iterator[dict[str, Any]]:
+    """One session's hook inputs, shaped as 2.1.328 sends them: start, 50 Bash calls
+    (PreToolUse then PostToolUse), end."""
+    common = {
+        "session_id": session_id,
+        "transcript_path": f"/root/.claude/projects/{cwd.replace('/', '-')}/{session_id}.jsonl",
+        "cwd": cwd,
+    }
+    yield {**common, "hook_event_name": "SessionStart", "source": "startup"}
+    prompt_id = str(uuid.uuid4())
+    tool = {**common, "prompt_id": prompt_id, "permission_mode": "default"}
+    tool["effort"] = {"level": "medium"}
+    for n in range(CALLS):
+        tool_input = {"command": f"echo {n}", "description": f"Say {n}"}
+        use = f"toolu_{session_id[:8]}{n:04d}"
+        call = {**tool, "tool_name": "Bash", "tool_input": tool_input, "tool_use_id": use}
+        yield {**call, "hook_event_name": "PreToolUse"}
+        response = {
+            "stdout": str(n),
+            "stderr": "",
+            "interrupted": False,
+            "isImage": False,
+            "noOutputExpected": False,
+        }
+        yield {**call, "hook_event_name": "PostToolUse", "tool_response": response, "duration_ms": 7}
+    yield {**common, "prompt_id": prompt_id, "hook_event_name": "SessionEnd", "reason": "other"}
+
+
+def post_hook(
+    url: str, token: str, body: bytes, agent: str = "", timeout: float = 30
+) -> tuple[int, dict[str, str], Any]:
+    headers = {**HTTP_HEADERS, "Authorization": f"Bearer {token}", "X-Agent": agent}
+    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, dict(response.headers), json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers), json.loads(exc.read())
+
+
+def test_busy_sessions_leave_the_event_log_and_the_pushes_bounded(
+    open_page: OpenPage, live_board: ClaudeBoard, cluster: Cluster
+):
+    page = open_page()
+    url = f"{live_board.server.base}/api/boards/{live_board.slug}/hooks/claude-code"
+    page.evaluate(
+        "window.__pushes = 0; document.addEventListener("
+        "'htmx:ws:after:message:incoming', (e) => { window.__pushes += 1; (window.__log = window.__log || []).push([Date.now(), (e.detail.message && e.detail.message.data || '').length, ((e.detail.message && e.detail.message.data || '').match(/id=\"[a-z-]+/g) || []).join(',')]); })"
+    )
+    pushes: Callable[[], int] = lambda: int(page.evaluate("window.__pushes"))  # noqa: E731
+    seq_before = events_page(live_board)["lastSeq"]
+    agents = [f"burst-{n}" for n in range(1, SESSIONS + 1)]
+    sessions = {agent: str(uuid.uuid4()) for agent in agents}
+    plans = {a: list(cli_payloads(sessions[a], f"/home/dev/{a}")) for a in agents}
+    latency: dict[str, list[float]] = {"PreToolUse": [], "PostToolUse": []}
+    lock = threading.Lock()
+
+    def send(agent: str, payload: dict[str, Any]) -> None:
+        began = time.perf_counter()
+        status, _headers, answer = post_hook(url, live_board.token, json.dumps(payload).encode(), agent)
+        took = time.perf_counter() - began
+        assert (status, answer) == (200, {}), (payload["hook_event_name"], status, answer)
+        if payload["hook_event_name"] in latency:
+            with lock:
+                latency[payload["hook_event_name"]].append(took)
+
+    def run_calls(agent: str) -> None:
+        for payload in plans[agent][1:-1]:
+            send(agent, payload)
+
+    with ThreadPoolExecutor(SESSIONS) as pool:
+        # The sessions start (each is an event, pushed)...
+        list(pool.map(lambda a: send(a, plans[a][0]), agents))
+        states = page.locator("#roster [data-session-state]")
+        expect(states).to_have_count(SESSIONS)
+        after_start = pushes()
+        seq_started = events_page(live_board)["lastSeq"]
+        # ...then make their calls side by side, each session one call after another.
+        began = time.monotonic()
+        list(pool.map(run_calls, agents))
+        burst_seconds = time.monotonic() - began
+        t0 = time.time() - burst_seconds
+        # The last change of the burst is always pushed: each shows its last call.
+        for agent in agents:
+            expect(roster_row(page, agent)).to_contain_text(f"Running `echo {CALLS - 1}`")
+        burst_pushes = pushes() - after_start
+        seq_burst = events_page(live_board)["lastSeq"]
+        list(pool.map(lambda a: send(a, plans[a][-1]), agents))
+    expect(page.locator('#roster [data-session-state="ended"]')).to_have_count(SESSIONS)
+    total_pushes = pushes()
+
+    for when, size, ids in page.evaluate("window.__log"):
+        print(round(when / 1000 - t0, 2), size, ids)
+    # The event log: the sessions' starts and ends, nothing for the 500 calls.
+    assert seq_burst == seq_started
+    kinds = sorted(e["kind"] for e in events(live_board, after=seq_before))
+    assert kinds == ["session_ended"] * SESSIONS + ["session_started"] * SESSIONS, kinds
+    # Each session keeps its last KANBAN_SESSION_CALLS calls, all finished.
+    kept = json.loads(
+        cluster.manage(
+            "shell",
+            "--no-imports",
+            "-c",
+            "import json; from django.conf import settings; from boards.models import "
+            "ClientSession\nprint(json.dumps({'limit': settings.KANBAN_SESSION_CALLS, "
+            "'calls': {s.agent: [(c['doing'], c['outcome']) for c in s.calls] for s in "
+            f"ClientSession.objects.filter(board__slug={live_board.slug!r})}}}}))",
+        ).splitlines()[-1]
+    )
+    limit = min(kept["limit"], CALLS)
+    assert sorted(kept["calls"]) == agents
+    for agent, calls in kept["calls"].items():
+        assert calls == [[f"Running `echo {n}`", "ok"] for n in range(CALLS - limit, CALLS)], agent
+    expect(roster_row(page, agents[0]).locator(".session-calls summary")).to_have_text(
+        f"Last {limit} tool calls"
+    )
+    # The pushes: coalesced to about one a second during the burst.
+    assert_not_reloaded(page)
+
+    post = sorted(latency["PostToolUse"])
+    pre = sorted(latency["PreToolUse"])
+    assert len(post) == len(pre) == SESSIONS * CALLS
+    summary = (
+        f"{SESSIONS} sessions × {CALLS} calls: burst {burst_seconds:.2f} s, "
+        f"PostToolUse p50 {statistics.median(post) * 1000:.1f} ms "
+        f"p95 {post[int(len(post) * 0.95)] * 1000:.1f} ms, "
+        f"PreToolUse p50 {statistics.median(pre) * 1000:.1f} ms; pushes: {burst_pushes} "
+        f"during the burst, {total_pushes} in all; events: {len(kinds)}"
+    )
+    print("\n" + summary)
+    HOOKS_SEEN.append(("burst", "(posted directly)", summary, None))
+
+
+# -- refusals ------------------------------------------------------------------------------------
+
+
+def test_the_hook_door_refuses_bad_tokens_other_boards_and_bad_json(
+    live_board: ClaudeBoard, cluster: Cluster
+):
+    token = live_board.agent_token
+    other = f"{live_board.slug}-other"
+    other_token = cluster.manage(
+        "shell",
+        "--no-imports",
+        "-c",
+        "from django.core.management import call_command\n"
+        f"call_command('createboard', {other!r})\n"
+        f"call_command('issuetoken', {other!r}, {AGENT!r})\n",
+    ).splitlines()[-1]
+    url = f"{live_board.server.base}/api/boards/{live_board.slug}/hooks/claude-code"
+    event = json.dumps(
+        {"session_id": "s-refused", "cwd": "/tmp/x", "hook_event_name": "SessionStart"}
+    ).encode()
+
+    def refused(status: int, token: str, body: bytes) -> dict[str, Any]:
+        got, headers, answer = post_hook(url, token, body)
+        assert got == status, (got, answer)
+        assert headers["Content-Type"] == "application/json", headers
+        assert set(answer) == {"error"}, answer
+        assert answer["error"]["code"] and answer["error"]["message"], answer
+        return answer["error"]
+
+    error = refused(401, "ak_not_a_token", event)
+    assert error["code"] == "unauthorized", error
+    assert "Unknown token" in error["message"], error
+    error = refused(403, other_token, event)
+    assert (error["code"], error["message"]) == ("forbidden", "This token belongs to another board")
+    error = refused(400, token, b'{"session_id": "s-refused", "hook_event_name": ')
+    assert error["code"] == "invalid_json", error
+    assert error["message"].startswith("Body is not valid JSON"), error
+    error = refused(400, token, json.dumps({"session_id": "s-refused"}).encode())
+    assert "hook_event_name" in error["message"], error
+    # None of them made a session.
+    sessions = cluster.manage(
+        "shell",
+        "--no-imports",
+        "-c",
+        "from boards.models import ClientSession\n"
+        "print(ClientSession.objects.filter(session_id='s-refused').count())",
+    )
+    assert sessions.splitlines()[-1] == "0"
+
+
+# -- plumbing --------------------------------------------------------------------------------------
+
+
+def events_page(live_board: ClaudeBoard, after: int = 0) -> dict[str, Any]:
+    request = urllib.request.Request(
+        f"{live_board.server.base}/api/boards/{live_board.slug}/events?after={after}&limit=500",
+        headers={"Authorization": f"Bearer {live_board.admin_token}"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())
+
+
+def events(live_board: ClaudeBoard, after: int = 0) -> list[dict[str, Any]]:
+    """The board's event log after ``after`` (an admin token's read)."""
+    return events_page(live_board, after)["events"]
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True
+    ).stdout
+
+
+def scratch_repo(workdir: Path) -> tuple[Path, Path]:
+    """A bare ``remote`` and the session's ``project``: a clone with one commit on main."""
+    remote, project = workdir / "remote.git", workdir / "project"
+    workdir.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
+    subprocess.run(["git", "init", "-q", "-b", "main", str(project)], check=True)
+    (project / "README.md").write_text("scratch\n")
+    git(project, "add", "README.md")
+    git(project, "-c", "user.name=dev", "-c", "user.email=dev@example.com", "commit", "-qm", "init")
+    git(project, "remote", "add", "origin", str(remote))
+    return remote, project
