@@ -152,7 +152,8 @@ def test_attempts_list_every_outcome_with_the_result_as_it_was(alice, bob, board
     alice.call("TaskClaim", {"taskId": "1"})
     alice.call("TaskUpdate", {"taskId": "1", "status": "pending", "notes": "need a break"})
     alice.call("TaskClaim", {"taskId": "1"})
-    alice.call("TaskReassign", {"taskId": "1", "owner": "bob"})
+    alice.call("TaskReassign", {"taskId": "1", "owner": "bob"})  # pending, bob's to start
+    bob.call("TaskClaim", {"taskId": "1"})
     lapse(board, 1)
     sweep()
     bob.call("TaskClaim", {"taskId": "1"})

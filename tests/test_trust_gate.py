@@ -169,17 +169,14 @@ def _in_progress(board: Board) -> list[tuple[int, str]]:
     "tool,body",
     [
         ("TaskUpdate", {"taskId": "2", "status": "in_progress", "owner": "alice"}),
-        ("TaskReassign", {"taskId": "2", "owner": "alice"}),
         (
             "TaskBatch",
             {"ops": [{"op": "update", "taskId": "2", "status": "in_progress", "owner": "alice"}]},
         ),
     ],
-    ids=["update", "reassign", "batch"],
+    ids=["update", "batch"],
 )
 def test_no_path_gives_an_agent_more_than_its_wip_limit(alice, limited, tool, body):
-    if tool == "TaskReassign":
-        alice.call("TaskUpdate", {"taskId": "2", "status": "in_progress"})
     before = _in_progress(limited)
     reply = alice.call(tool, body)
     assert reply.status == 409, reply.body
@@ -350,3 +347,40 @@ def test_a_write_behind_a_lock_held_past_the_busy_timeout_is_a_503_that_changes_
     assert page.status_code == 503
     assert page["Retry-After"] == "2"
     assert not Task.objects.filter(board=board).exists()
+
+
+# --- reassignment never strands work (issue #26) ------------------------------------------------
+
+
+def test_reassigned_work_waits_for_its_new_owner_who_is_told_and_offered_it_first(
+    alice, bob, board
+):
+    alice.create("Older, more urgent", priority="urgent")
+    alice.create("Handed over")
+    bob.call("TaskList", {})
+    alice.call("TaskClaim", {"taskId": "2"})
+
+    reply = alice.call("TaskReassign", {"taskId": "2", "owner": "bob"})
+
+    task = reply.body["task"]
+    assert (task["status"], task["owner"]) == ("pending", "bob")
+    assert Task.objects.get(board=board, number=2).lease_expires_at is None
+    late = alice.call("TaskUpdate", {"taskId": "2", "notes": "still mine?"})
+    assert (late.status, late.error["code"]) == (409, "lease_lost")
+    assert "reassigned to bob" in late.error["message"]
+    inbox = bob.call("InboxRead", {})
+    assert "#2 “Handed over” was assigned to you by alice" in inbox.body["messages"][0]["body"]
+    assert bob.call("TaskClaim", {}).body["task"]["id"] == "2"  # before the urgent #1
+    attempts = [
+        (a["agent"], a["outcome"])
+        for a in bob.call("TaskGet", {"taskId": "2"}).body["task"]["attempts"]
+    ]
+    assert attempts == [("alice", "reassigned"), ("bob", None)]
+
+
+def test_reassigning_to_a_typo_is_refused_with_close_names(alice, bob, board):
+    alice.create("Work")
+    reply = alice.call("TaskReassign", {"taskId": "1", "owner": "bbo"})
+    assert reply.status == 400
+    assert "No agent called 'bbo' on this board" in reply.error["message"]
+    assert reply.error["details"][0]["suggestions"] == ["bob"]

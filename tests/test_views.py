@@ -318,8 +318,10 @@ def test_reassign_action_gives_the_task_a_new_owner(person_client, board, mode):
     response = act(person_client, mode, 1, "reassign", {"owner": "bob"})
 
     assert_shows_task(response, mode, 1)
-    assert task(board, 1).owner == "bob"
-    assert events_after(board, seq) == [("reassigned", "pat")]
+    assert (task(board, 1).owner, task(board, 1).status) == ("bob", "pending")
+    # In-progress work handed over waits for its new owner to start it, who is told.
+    assert events_after(board, seq) == [("reassigned", "pat"), ("message", "pat")]
+    assert Message.objects.get(board=board, recipient="bob").task_number == 1
 
 
 def test_delete_action_deletes_the_task(person_client, board, mode):

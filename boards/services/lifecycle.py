@@ -261,6 +261,22 @@ def check_takeover(work: Work, task: Task, owner: str) -> None:
     )
 
 
+def hand_over(work: Work, task: Task, owner: str) -> dict[str, Any]:
+    """In-progress work given to ``owner``: its attempt ends (``reassigned``) with its
+    lease, and the task waits, pending, for the new owner to start it; the old owner's
+    next write is refused (``lease_lost``). Returns the diff."""
+    old = task.owner
+    work.status_changed(task)
+    work.restatused.add(task.number)
+    task.owner, task.status = owner, Status.PENDING
+    task.lease_lost_by = old if old != owner else ""
+    settle(work, task, Status.IN_PROGRESS, old, outcome=AttemptOutcome.REASSIGNED)
+    return {
+        "owner": {"from": old, "to": owner},
+        "status": {"from": Status.IN_PROGRESS, "to": Status.PENDING},
+    }
+
+
 def check_reassign(work: Work, task: Task) -> None:
     """A new owner is for work that can still be done: not finished, not blocked."""
     if task.status in TERMINAL_STATUSES:
@@ -464,7 +480,15 @@ def check_lease(work: Work, task: Task) -> None:
         and task.lease_expires_at is not None
         and task.lease_expires_at <= work.now
     )
-    if lapsed_now or (task.lease_lost_by and task.lease_lost_by == work.actor):
+    lost = bool(task.lease_lost_by) and task.lease_lost_by == work.actor
+    if lost and task.owner and task.owner != work.actor:
+        raise _refuse(
+            task,
+            "lease_lost",
+            f"is no longer yours: it was reassigned to {task.owner}; leave it to them",
+            owner=task.owner,
+        )
+    if lapsed_now or lost:
         raise _refuse(
             task,
             "lease_lost",

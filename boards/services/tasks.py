@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from django.db.models import F
+from django.db.models import Case, F, When
 
 from ..errors import Conflict, InvalidInput
-from ..models import PRIORITY_BY_NAME, ApprovalState, Board, Priority, Status, Task
+from ..models import PRIORITY_BY_NAME, ApprovalState, Board, Message, Priority, Status, Task
 from ..selectors import task_to_dict, task_view
 from . import agents, costs, graph, lifecycle
 from .work import (
@@ -348,7 +348,8 @@ def task_claim_next(*, board: Board, agent: str, lease_seconds: int | None = Non
             Task.objects.filter(board=work.board, status=Status.PENDING, blocked=False)
             .exclude(approval_state=ApprovalState.REQUESTED)
             .filter(owner__in=["", agent], failures__lt=work.board.max_attempts)
-            .order_by("priority", "number")
+            # work assigned to this agent first, then the most urgent, then the oldest
+            .order_by(Case(When(owner=agent, then=0), default=1), "priority", "number")
         )
         task = candidates.first()
         if task is not None:
@@ -364,9 +365,30 @@ def task_reassign(
     with unit_of_work(board, actor, person=person) as work:
         task = work.task(task_id)
         lifecycle.check_reassign(work, task)
-        if owner != task.owner:
+        owner = agents.owner_name(work.board, owner)
+        if owner == task.owner:
+            return Outcome(task.number, work.changes)
+        if task.status == Status.IN_PROGRESS and owner:
+            lifecycle.check_lease(work, task)
+            lifecycle.check_takeover(work, task, owner)
+            work.save_task(task, "reassigned", fields=lifecycle.hand_over(work, task, owner))
+        else:
             _update(work, task, {"owner": owner}, kind="reassigned")
+        if owner and owner != actor:
+            _tell_assigned(work, task, owner)
     return Outcome(task.number, work.changes)
+
+
+def _tell_assigned(work: Work, task: Task, owner: str) -> None:
+    """The new owner hears of its task in its inbox (``unread`` on its next call)."""
+    body = (
+        f"#{task.number} “{task.subject}” was assigned to you by {work.actor}; "
+        "start it with TaskClaim (claim-next offers it to you first)."
+    )
+    Message.objects.create(
+        board=work.board, recipient=owner, sender=work.actor, task_number=task.number, body=body
+    )
+    work.record("message", task.number, to=owner, body=shown(body))
 
 
 def _batch_create(work: Work, index: int, op: Mapping[str, Any], refs: dict[str, int]) -> Task:
