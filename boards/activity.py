@@ -120,6 +120,9 @@ def describe(kind: str, number: int | None, actor: str, data: dict[str, Any]) ->
         where = f" in {data['cwd']}" if data.get("cwd") else ""
         verb = "started a session" if kind == "session_started" else "ended its session"
         return f"{actor} {verb}{where}"
+    if kind in ("agent_silent", "agent_gone"):
+        state = "went silent" if kind == "agent_silent" else "is gone"
+        return f"Agent {data.get('name', '?')} {state}: no call for a while"
     if kind == "gate_rule":
         return f"Gate rule {data.get('action', 'changed')}{by}: {data.get('rule', '')}"
     changed = _fields(data)

@@ -237,6 +237,47 @@ def board_metrics(request: HttpRequest, slug: str) -> JsonResponse:
     return JsonResponse(answer, json_dumps_params={"ensure_ascii": False})
 
 
+@require_GET
+def agent_list(request: HttpRequest, slug: str) -> JsonResponse:
+    """``GET /api/boards/<slug>/agents``: every agent on the roster, alive or gone (SPEC §12),
+    for the board's members (logged in) and any token of the board."""
+    try:
+        board = _reader(request, slug, "view", admin_token=False)
+    except ServiceError as exc:
+        return refused(exc, request)
+    holding: dict[str, list[str]] = {}
+    for owner, number in (
+        board.tasks.filter(status="in_progress").order_by("number").values_list("owner", "number")
+    ):
+        holding.setdefault(owner, []).append(str(number))
+    agents = [
+        {
+            "name": row["name"],
+            "state": row["state"],
+            "lastCallAt": selectors.iso(row["last_seen"]),
+            "holding": holding.get(row["name"], []),
+            "session": _session_json(row["session"]),
+        }
+        for row in selectors.roster(board)
+    ]
+    return JsonResponse({"agents": agents}, json_dumps_params={"ensure_ascii": False})
+
+
+def _session_json(session: Any) -> dict[str, Any] | None:
+    if session is None:
+        return None
+    return {
+        "id": session.session_id,
+        "client": session.client,
+        "state": session.state,
+        "cwd": session.cwd,
+        "doing": session.doing,
+        "model": session.model or None,
+        "calls": session.calls,
+        "lastEventAt": selectors.iso(session.last_event_at),
+    }
+
+
 def _day(request: HttpRequest) -> date | None:
     raw = request.GET.get("today")
     if not raw:

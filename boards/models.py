@@ -5,6 +5,7 @@ goes through ``boards.services``.
 """
 
 import hashlib
+from datetime import datetime
 
 from django.conf import settings
 from django.db import models
@@ -48,6 +49,10 @@ class Board(models.Model):
     max_attempts = models.PositiveSmallIntegerField(default=3)
     max_in_progress_per_agent = models.PositiveIntegerField(null=True, blank=True)
     max_in_progress = models.PositiveIntegerField(null=True, blank=True)
+    # An agent with no call for this long is silent, for ten times as long gone (SPEC §12);
+    # a failed blocker may be retried by its agents for failure_grace_seconds first.
+    silent_after_seconds = models.PositiveIntegerField(default=120)
+    failure_grace_seconds = models.PositiveIntegerField(default=60)
     # High-water mark of task numbers: only goes up, so a deleted task's id is never reused.
     task_counter = models.PositiveIntegerField(default=0)
     # Sequence number of the last Event; a reconnecting browser asks for what came after it.
@@ -314,6 +319,9 @@ class Agent(models.Model):
     )
     first_seen = models.DateTimeField(auto_now_add=True)
     last_seen = models.DateTimeField()
+    # The quiet state the sweeper last announced ("silent", "gone"; empty: none), so each
+    # change is recorded once, as an event people see and browsers catch up from.
+    announced = models.CharField(max_length=8, blank=True)
 
     class Meta:
         ordering = ["board_id", "name"]
@@ -489,6 +497,40 @@ class FlowDay(models.Model):
 
 
 # -- agents in their own clients (SPEC §11) ------------------------------------------------
+
+
+class AgentState(models.TextChoices):
+    """How an agent looks to a person (SPEC §12): computed, never stored."""
+
+    WORKING = "working", "Working"
+    IDLE = "idle", "Idle"
+    SILENT = "silent", "Silent"
+    GONE = "gone", "Gone"
+
+
+# An agent silent for this many times the board's silentAfterSeconds is gone.
+GONE_FACTOR = 10
+
+
+def agent_state(
+    *,
+    last_seen: datetime,
+    holding: int,
+    session_state: str | None,
+    silent_after: int,
+    now: datetime,
+) -> str:
+    """The one rule of an agent's state: a session that ended, or no call for ten times
+    ``silent_after`` seconds, is gone; no call for ``silent_after`` is silent; holding
+    in-progress work (or a session at work) is working; else idle."""
+    quiet = (now - last_seen).total_seconds()
+    if session_state == "ended" or quiet >= GONE_FACTOR * silent_after:
+        return AgentState.GONE
+    if quiet >= silent_after:
+        return AgentState.SILENT
+    if holding or session_state in ("working", "waiting"):
+        return AgentState.WORKING
+    return AgentState.IDLE
 
 
 class SessionState(models.TextChoices):

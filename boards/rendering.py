@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from django.conf import settings
 from django.template.loader import render_to_string
 
 from . import clients, selectors
@@ -30,8 +29,9 @@ DROP_STATUS = {
 }
 
 
-def stale_agents(roster: list[dict[str, Any]]) -> set[str]:
-    return {row["name"] for row in roster if row["stale"]}
+def stale_agents(roster: list[dict[str, Any]]) -> dict[str, str]:
+    """Agents holding in-progress work while silent or gone, and which: their cards say so."""
+    return {row["name"]: row["state"] for row in roster if row["stale"]}
 
 
 def board_context(board: Board) -> dict[str, Any]:
@@ -58,7 +58,6 @@ def board_context(board: Board) -> dict[str, Any]:
         "columns": columns,
         "stale": stale_agents(roster),
         "owners": sorted(shown_owners | {r["name"] for r in roster}),
-        "idle_seconds": settings.KANBAN_AGENT_IDLE_SECONDS,
     }
 
 
@@ -74,10 +73,8 @@ def header_context(board: Board) -> dict[str, Any]:
         "blocked": counts["blocked"],
         "completed": counts["completed"] + counts["failed"] + counts["cancelled"],
     }
-    sessions = clients.live_sessions(board)
     roster = selectors.roster(board)
-    for row in roster:
-        row["session"] = sessions.get(row["name"])
+    sessions = {row["name"]: row["session"] for row in roster if row["session"] is not None}
     return {
         "board": board,
         "counts": counts,
@@ -132,7 +129,7 @@ def board_fragments(
     views = selectors.task_views(board, numbers, with_children=False)
     # Without a header re-render, cards carry no stale mark: the page sets it from the roster.
     context = header_context(board) if header else None
-    stale = stale_agents(context["roster"]) if context else set()
+    stale = stale_agents(context["roster"]) if context else {}
     running = any(v.task.status == Status.IN_PROGRESS for v in views.values())
     doing = (
         context["doing"]

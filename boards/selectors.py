@@ -9,10 +9,9 @@ from __future__ import annotations
 import base64
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
-from django.conf import settings
 from django.db.models import (
     Count,
     ExpressionWrapper,
@@ -26,11 +25,13 @@ from django.db.models import (
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from . import clients
 from .activity import DEFAULT_NOTIFY, STATUS_NAMES, describe, signal_of
 from .errors import InvalidInput, NotFound
 from .models import (
     TERMINAL_STATUSES,
     Agent,
+    AgentState,
     ApprovalState,
     Attempt,
     Board,
@@ -42,6 +43,7 @@ from .models import (
     Subscription,
     Task,
     Webhook,
+    agent_state,
 )
 
 COLUMNS = ("pending", "in_progress", "blocked", "completed")
@@ -757,8 +759,10 @@ def approval_requests(board: Board) -> list[Task]:
 
 
 def roster(board: Board) -> list[dict[str, Any]]:
-    """Every agent seen on the board, with what it owns and whether it went quiet (one query)."""
-    idle = timezone.now() - timedelta(seconds=settings.KANBAN_AGENT_IDLE_SECONDS)
+    """Every agent seen on the board: what it owns, its state (``models.agent_state``:
+    working, idle, silent, gone) and its latest client session, if any (two queries)."""
+    now = timezone.now()
+    sessions = clients.live_sessions(board)
 
     def owned(*statuses: str) -> Coalesce:
         counted = (
@@ -778,16 +782,30 @@ def roster(board: Board) -> list[dict[str, Any]]:
             in_progress_count=owned(Status.IN_PROGRESS),
         )
     )
-    return [
-        {
-            "name": agent.name,
-            "last_seen": agent.last_seen,
-            "owned": agent.open_count,
-            "in_progress": agent.in_progress_count,
-            "stale": bool(agent.in_progress_count) and agent.last_seen < idle,
-        }
-        for agent in agents
-    ]
+    rows = []
+    for agent in agents:
+        session = sessions.get(agent.name)
+        state = agent_state(
+            last_seen=agent.last_seen,
+            holding=agent.in_progress_count,
+            session_state=session.state if session else None,
+            silent_after=board.silent_after_seconds,
+            now=now,
+        )
+        rows.append(
+            {
+                "name": agent.name,
+                "last_seen": agent.last_seen,
+                "owned": agent.open_count,
+                "in_progress": agent.in_progress_count,
+                "state": state,
+                # Holding work while silent or gone: its cards say so.
+                "stale": bool(agent.in_progress_count)
+                and state in (AgentState.SILENT, AgentState.GONE),
+                "session": session,
+            }
+        )
+    return rows
 
 
 def board_progress(boards: Iterable[Board]) -> dict[int, dict[str, int]]:

@@ -434,6 +434,8 @@ def board_settings(request: HtmxHttpRequest, board: Board, role: Role) -> HttpRe
         budget = request.POST.get("budgetUsd", "").strip().lstrip("$")
         values["budgetUsd"] = budget or None  # the service checks it (dollars, or empty)
         for public in services.BOARD_SETTINGS:
+            if public not in request.POST:
+                continue  # a form without the field leaves the setting as it is
             raw = request.POST.get(public, "").strip()
             if not raw:
                 values[public] = None

@@ -141,22 +141,6 @@
     if (style.textContent !== rule) style.textContent = rule;
   }
 
-  function markStale() {
-    var el = board();
-    if (!el) return;
-    var idle = +el.dataset.idleSeconds || 300;
-    var now = Date.now() / 1000;
-    var stale = {};
-    document.querySelectorAll("#roster .roster-row").forEach(function (row) {
-      var quiet = +row.dataset.inProgress > 0 && now - +row.dataset.lastSeen > idle;
-      row.classList.toggle("roster-row--stale", quiet);
-      if (quiet) stale[row.dataset.agent] = true;
-    });
-    document.querySelectorAll("#board .card").forEach(function (card) {
-      card.classList.toggle("card--stale", card.dataset.status === "in_progress" && !!stale[card.dataset.owner]);
-    });
-  }
-
   // ---- Column tabs (phones) -------------------------------------------------------------
 
   function tabKey() { return "kanban-tab:" + board().dataset.slug; }
@@ -601,7 +585,6 @@
     restoreFocus();
     // A visible-again tab reconnects without before:connection, so keep the URL current.
     event.detail.connection.url = socketUrl();
-    markStale();
     syncTabCounts();
     collectEvents();
     var open = document.querySelector("#detail [data-detail-task]");
@@ -640,12 +623,10 @@
       if (event.target.closest && event.target.closest("[data-shortcuts]")) openHelp();
     });
     lastProgress = progressText();
-    setInterval(markStale, 10000);
     setInterval(showLeases, 1000);
     showLeases();
     window.addEventListener("pageshow", function (event) { if (event.persisted) location.reload(); });
     sortColumns();
-    markStale();
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);

@@ -12,7 +12,14 @@ recorded, published after commit). The modules, by noun:
 - ``tasks``, ``approvals``, ``boards``, ``members``, ``messages``, ``agents``: the services.
 """
 
-from .agents import agent_remove, agent_seen, owner_name, token_issue, token_revoke
+from .agents import (
+    agent_remove,
+    agent_seen,
+    agents_sweep,
+    owner_name,
+    token_issue,
+    token_revoke,
+)
 from .approvals import approval_decide, approval_request, approval_require
 from .boards import SETTINGS as BOARD_SETTINGS
 from .boards import board_create, board_reset, board_settings
@@ -62,6 +69,7 @@ __all__ = [
     "acting_with",
     "agent_remove",
     "agent_seen",
+    "agents_sweep",
     "approval_decide",
     "approval_request",
     "approval_require",

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import difflib
+import logging
 import math
 import secrets
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -16,8 +17,20 @@ from django.utils import timezone
 
 from .. import events
 from ..errors import InvalidInput, NotFound, TooManyRequests
-from ..models import Agent, AgentToken, Board, Task, agent_name_problem, hash_token
+from ..models import (
+    GONE_FACTOR,
+    Agent,
+    AgentState,
+    AgentToken,
+    Board,
+    Status,
+    Task,
+    agent_name_problem,
+    hash_token,
+)
 from .work import unit_of_work
+
+logger = logging.getLogger(__name__)
 
 
 def agent_seen(
@@ -181,3 +194,57 @@ def agent_remove(*, board: Board, name: str, actor: str) -> None:
             raise NotFound(f"No agent {name[:64]!r} on this board", code="agent_not_found")
         _seen.clear()
         work.record("agent_removed", None, name=name)
+
+
+# Every agent quiet for at least this long is looked at by the sweeper (the least
+# silentAfterSeconds a board may set).
+QUIET_MIN_SECONDS = 10
+SWEEPER_ACTOR = "board"
+
+
+def agents_sweep(*, now: datetime | None = None) -> int:
+    """Record agents turning silent or gone (``models.agent_state``), and coming back, on
+    every board: an event for each that went quiet, their roster and cards re-rendered.
+    Returns how many changed. A board that fails is logged and skipped."""
+    now = now or timezone.now()
+    rows = (
+        Agent.objects.filter(
+            Q(last_seen__lt=now - timedelta(seconds=QUIET_MIN_SECONDS)) | ~Q(announced="")
+        )
+        .order_by()
+        .values_list("board_id", "name", "last_seen", "announced", "board__silent_after_seconds")
+    )
+    due: dict[int, list[tuple[str, str]]] = {}
+    for board_id, name, last_seen, announced, silent_after in rows[:2000]:
+        quiet = (now - last_seen).total_seconds()
+        target = (
+            AgentState.GONE
+            if quiet >= GONE_FACTOR * silent_after
+            else AgentState.SILENT
+            if quiet >= silent_after
+            else ""
+        )
+        if target != announced:
+            due.setdefault(board_id, []).append((name, target))
+    changed = 0
+    for board_id, agents in due.items():
+        try:
+            changed += _announce(Board.objects.get(pk=board_id), agents)
+        except Exception:
+            logger.exception("agent sweep of board %s failed", board_id)
+    return changed
+
+
+def _announce(board: Board, agents: list[tuple[str, str]]) -> int:
+    with unit_of_work(board, SWEEPER_ACTOR, person=True) as work:
+        for name, target in agents:
+            Agent.objects.filter(board=work.board, name=name).update(announced=target)
+            if target:
+                work.record(f"agent_{target}", None, name=name)
+            work.header = True
+            work.touched.update(
+                Task.objects.filter(
+                    board=work.board, owner=name, status=Status.IN_PROGRESS
+                ).values_list("number", flat=True)[:50]
+            )
+    return len(agents)

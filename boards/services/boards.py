@@ -54,7 +54,11 @@ SETTINGS = {
     "maxAttempts": ("max_attempts", 1, 100),
     "maxInProgressPerAgent": ("max_in_progress_per_agent", 1, 10_000),
     "maxInProgress": ("max_in_progress", 1, 100_000),
+    "silentAfterSeconds": ("silent_after_seconds", 10, 86_400),
+    "failureGraceSeconds": ("failure_grace_seconds", 0, 86_400),
 }
+# Settings that always have a value (the rest: None means no limit / the server's default).
+REQUIRED_SETTINGS = frozenset({"max_attempts", "silent_after_seconds", "failure_grace_seconds"})
 
 
 BUDGET_MAX = Decimal("1000000000")
@@ -96,8 +100,8 @@ def board_settings(*, board: Board, actor: str, **values: Any) -> Board:
             if public not in SETTINGS:
                 raise InvalidInput(f"{public}: not a board setting", details=[{"field": public}])
             field, low, high = SETTINGS[public]
-            if value is None and field == "max_attempts":
-                raise InvalidInput("maxAttempts: required", details=[{"field": public}])
+            if value is None and field in REQUIRED_SETTINGS:
+                raise InvalidInput(f"{public}: required", details=[{"field": public}])
             if value is not None and (
                 isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high
             ):

@@ -26,7 +26,7 @@ from .. import events
 from ..errors import Conflict
 from ..models import Board, Status, Task
 from ..selectors import iso
-from . import costs, hooks, lifecycle, outbox
+from . import agents, costs, hooks, lifecycle, outbox
 from .work import Work, unit_of_work
 
 logger = logging.getLogger(__name__)
@@ -34,6 +34,7 @@ logger = logging.getLogger(__name__)
 SWEEPER_ACTOR = "system"
 SWEEP_INTERVAL_SECONDS = 1.0
 PRUNE_EVERY = 600  # sweeps between prunings of finished webhook sender runs
+AGENT_SWEEP_EVERY = 3  # sweeps between looks at which agents went quiet
 
 
 def _slack(seconds: int) -> float:
@@ -162,6 +163,9 @@ def _run(interval: float) -> None:
         _guarded("lease sweep", sweep)
         # Held tool calls whose client went away end with their rule's fallback.
         _guarded("tool call expiry", hooks.tool_calls_expire)
+        if rounds % AGENT_SWEEP_EVERY == 0:
+            # Agents turning silent or gone show within seconds, with no other write.
+            _guarded("agent states", agents.agents_sweep)
         # Webhook deliveries whose wake-up was lost or whose worker died go out again.
         _guarded("outbox kick", outbox.kick)
         rounds += 1

@@ -116,6 +116,8 @@ class Work:
         self.attention: dict[int, int] = {}
         # Usage was reported (boards.services.costs): the board's spend changed.
         self.spent = False
+        # Something the header shows changed without an event that says so (the roster).
+        self.header = False
 
     def status_changed(self, task: Task) -> list[int]:
         """Note a change of ``task``'s status; returns its dependents' numbers."""
@@ -249,7 +251,7 @@ class Work:
             self.events,
             self.touched,
             reset=self.reset,
-            header=self.reset or events.changes_header(self.events) or self.spent,
+            header=self.reset or self.header or events.changes_header(self.events) or self.spent,
         )
 
 
