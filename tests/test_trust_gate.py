@@ -384,3 +384,16 @@ def test_reassigning_to_a_typo_is_refused_with_close_names(alice, bob, board):
     assert reply.status == 400
     assert "No agent called 'bbo' on this board" in reply.error["message"]
     assert reply.error["details"][0]["suggestions"] == ["bob"]
+
+
+def test_a_note_typed_before_approve_reaches_the_agent(alice, gated, person_client):
+    version = Task.objects.get(board=gated, number=1).version
+    person_client.post(
+        "/boards/team/tasks/1/approve/", {"version": version, "note": "go, but back up first"}
+    )
+    task = Task.objects.get(board=gated, number=1)
+    assert (task.approval_state, task.approval_note) == ("approved", "go, but back up first")
+    messages = alice.call("InboxRead", {}).body["messages"]
+    assert [m["body"] for m in messages] == [
+        "#1 “Run the migration” approved by pat: go, but back up first"
+    ]

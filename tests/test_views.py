@@ -366,7 +366,8 @@ def test_deny_action_cancels_the_task_with_the_note(person_client, board, mode):
     assert denied.completed_at is not None
     assert (denied.approval_state, denied.approval_decided_by) == ("denied", "pat")
     assert denied.approval_note == "Not on production"
-    assert events_after(board, seq) == [("denied", "pat")]
+    # The note reaches the agent that asked, as a message.
+    assert events_after(board, seq) == [("denied", "pat"), ("message", "pat")]
     assert Event.objects.get(board=board, seq=seq + 1).data["note"] == "Not on production"
 
 

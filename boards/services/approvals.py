@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..models import ApprovalState, Board
+from ..models import ApprovalState, Board, Message
 from . import lifecycle
-from .work import Outcome, text, unit_of_work
+from .work import Outcome, shown, text, unit_of_work
 
 
 def approval_request(*, board: Board, agent: str, task_id: str | int, reason: str) -> Outcome:
@@ -31,6 +31,18 @@ def approval_decide(
     with unit_of_work(board, person, person=True) as work:
         task = work.task(task_id)
         lifecycle.decide(work, task, approve=approve, note=note, version=version)
+        if note and task.approval_requested_by:
+            # The person's note reaches the agent that asked (its inbox, ``unread``).
+            verdict = "approved" if approve else "denied"
+            body = f"#{task.number} “{task.subject}” {verdict} by {person}: {note}"
+            Message.objects.create(
+                board=work.board,
+                recipient=task.approval_requested_by,
+                sender=person,
+                task_number=task.number,
+                body=body,
+            )
+            work.record("message", task.number, to=task.approval_requested_by, body=shown(body))
     return Outcome(task.number, work.changes)
 
 

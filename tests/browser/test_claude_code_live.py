@@ -40,13 +40,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import Browser, Locator, Page, expect
 
-from boards.liveserver import Cluster, Server
+from boards.liveserver import Cluster, Server, wait_until
 from tests.anthropic_standin import AnthropicStandin, Step, Text, ToolUse
 from tests.claude_cli import ClaudeRun, claude_binary, run_claude
 
-from .conftest import USERNAME, LiveBoard, assert_not_reloaded
+from .conftest import TIMEOUT_MS, USERNAME, BoardPages, LiveBoard, assert_not_reloaded
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -74,6 +74,16 @@ def claude() -> Iterator[Path]:
             print("  ", *seen)
 
 
+# Each push the board's page receives: when (ms since the epoch), and the kinds of its events.
+COUNT_PUSHES = """
+window.__pushes = [];
+document.addEventListener("htmx:ws:after:message:incoming", function (event) {
+  var data = (event.detail.message && event.detail.message.data) || "";
+  window.__pushes.push([Date.now(), (data.match(/data-kind="[a-z_]+"/g) || [])
+    .map(function (found) { return found.slice(11, -1); }).join(" ")]);
+});
+"""
+
 # -- helpers -------------------------------------------------------------------------------------
 
 
@@ -89,10 +99,8 @@ class ClaudeBoard(LiveBoard):
 _boards = itertools.count(1)
 
 
-@pytest.fixture
-def live_board(cluster: Cluster, server: Server) -> ClaudeBoard:
-    """Overrides conftest's: the board and its three tokens in one command (a Django
-    start is two seconds)."""
+def new_board(cluster: Cluster, server: Server) -> ClaudeBoard:
+    """A board and its three tokens, in one command (a Django start is two seconds)."""
     if not server.running:
         server.start()
     slug = f"cc{next(_boards)}-{os.getpid()}"
@@ -109,6 +117,12 @@ def live_board(cluster: Cluster, server: Server) -> ClaudeBoard:
     team, agent, admin = out.splitlines()[-3:]
     assert all(t.startswith("ak_") for t in (team, agent, admin)), out
     return ClaudeBoard(server, slug, team, agent, admin)
+
+
+@pytest.fixture
+def live_board(cluster: Cluster, server: Server) -> ClaudeBoard:
+    """Overrides conftest's (``pages`` and ``open_page`` use it): a fresh board per test."""
+    return new_board(cluster, server)
 
 
 def copied_settings(page: Page, live_board: ClaudeBoard) -> dict[str, Any]:
@@ -197,6 +211,16 @@ def start(
     return Session(script, tmp_path / "claude", copied_settings(page, live_board), token, test)
 
 
+def listen(page: Page) -> None:
+    """Record every push the page receives from now on (``pushed``)."""
+    page.evaluate(COUNT_PUSHES)
+
+
+def pushed_kinds(page: Page) -> list[str]:
+    """The kinds of the events the page's pushes carried, in order."""
+    return " ".join(kinds for _at, kinds in page.evaluate("window.__pushes")).split()
+
+
 def roster_row(page: Page, agent: str = AGENT) -> Locator:
     return page.locator(f'#roster li[data-agent="{agent}"]')
 
@@ -227,6 +251,7 @@ def test_a_session_shows_on_the_roster_with_its_folder_and_ends(
     page = open_page()
     token = live_board.agent_token
     expect(roster_row(page)).to_have_count(0)
+    listen(page)
 
     session = start(tmp_path, page, live_board, token, [Text("Nothing to tidy.")], "session")
     # It shows while it runs (SessionStart through kanban-hook), then ends (SessionEnd, http).
@@ -242,6 +267,7 @@ def test_a_session_shows_on_the_roster_with_its_folder_and_ends(
 
     kinds = [e["kind"] for e in events(live_board)]
     assert kinds.count("session_started") == kinds.count("session_ended") == 1, kinds
+    print("PUSHED(session)", pushed_kinds(page))
 
 
 def test_a_risky_call_waits_until_a_person_approves_it_then_runs(
@@ -257,6 +283,7 @@ def test_a_risky_call_waits_until_a_person_approves_it_then_runs(
         ToolUse("Bash", {"command": "rm -rf build", "description": "Remove the build"}),
         Text("Removed the build."),
     ]
+    listen(page)
     session = start(tmp_path, page, live_board, token, script, "approve")
 
     item = held_calls(page)
@@ -284,6 +311,7 @@ def test_a_risky_call_waits_until_a_person_approves_it_then_runs(
     last = roster_row(page).locator(".session-calls li.call").first
     expect(last).to_contain_text("Running `rm -rf build`")
     expect(last).to_have_class("call call--ok")
+    print("PUSHED(approve)", pushed_kinds(page))
     assert_not_reloaded(page)
 
 
@@ -419,6 +447,7 @@ HTTP_HEADERS = {  # what the CLI's http hooks send (docs/claude-code-hooks.md)
     "Accept": "application/json, text/plain, */*",
     "User-Agent": "axios/1.15.2",
 }
+STARTS_PUSHED = "window.__pushes.map(p => p[1]).join(' ').split('session_started').length - 1"
 
 
 def cli_payloads(session_id: str, cwd: str) -> Iterator[dict[str, Any]]:
@@ -431,8 +460,12 @@ def cli_payloads(session_id: str, cwd: str) -> Iterator[dict[str, Any]]:
     }
     yield {**common, "hook_event_name": "SessionStart", "source": "startup"}
     prompt_id = str(uuid.uuid4())
-    tool = {**common, "prompt_id": prompt_id, "permission_mode": "default"}
-    tool["effort"] = {"level": "medium"}
+    tool = {
+        **common,
+        "prompt_id": prompt_id,
+        "permission_mode": "default",
+        "effort": {"level": "medium"},
+    }
     for n in range(CALLS):
         tool_input = {"command": f"echo {n}", "description": f"Say {n}"}
         use = f"toolu_{session_id[:8]}{n:04d}"
@@ -445,13 +478,19 @@ def cli_payloads(session_id: str, cwd: str) -> Iterator[dict[str, Any]]:
             "isImage": False,
             "noOutputExpected": False,
         }
-        yield {**call, "hook_event_name": "PostToolUse", "tool_response": response, "duration_ms": 7}
+        yield {
+            **call,
+            "hook_event_name": "PostToolUse",
+            "tool_response": response,
+            "duration_ms": 7,
+        }
     yield {**common, "prompt_id": prompt_id, "hook_event_name": "SessionEnd", "reason": "other"}
 
 
 def post_hook(
     url: str, token: str, body: bytes, agent: str = "", timeout: float = 30
 ) -> tuple[int, dict[str, str], Any]:
+    """One POST as the CLI's http hook sends it: (status, headers, JSON answer)."""
     headers = {**HTTP_HEADERS, "Authorization": f"Bearer {token}", "X-Agent": agent}
     request = urllib.request.Request(url, data=body, headers=headers, method="POST")
     try:
@@ -461,64 +500,88 @@ def post_hook(
         return exc.code, dict(exc.headers), json.loads(exc.read())
 
 
-def test_busy_sessions_leave_the_event_log_and_the_pushes_bounded(
-    open_page: OpenPage, live_board: ClaudeBoard, cluster: Cluster
-):
-    page = open_page()
-    url = f"{live_board.server.base}/api/boards/{live_board.slug}/hooks/claude-code"
-    page.evaluate(
-        "window.__pushes = 0; document.addEventListener("
-        "'htmx:ws:after:message:incoming', (e) => { window.__pushes += 1; (window.__log = window.__log || []).push([Date.now(), (e.detail.message && e.detail.message.data || '').length, ((e.detail.message && e.detail.message.data || '').match(/id=\"[a-z-]+/g) || []).join(',')]); })"
-    )
-    pushes: Callable[[], int] = lambda: int(page.evaluate("window.__pushes"))  # noqa: E731
-    seq_before = events_page(live_board)["lastSeq"]
+@dataclass
+class Burst:
+    """What 5 sessions × 50 calls did to a board, as its open page saw it."""
+
+    board: ClaudeBoard
+    agents: list[str]
+    seq_before: int
+    seq_started: int
+    seq_after_calls: int
+    seconds: float  # from the first call to the last answer
+    pushes_before: int  # pushes received before the first call
+    pushes_after_calls: int  # ... and once the page showed every session's last call
+    pushes: list[tuple[float, str]]  # every push: (seconds from the first call, its events)
+    latency: dict[str, list[float]]  # seconds per post, by hook event
+    kept: dict[str, Any]  # the sessions' calls as stored, and KANBAN_SESSION_CALLS
+    roster_summary: str  # the first session's "Last N tool calls", on the page
+
+    def during_calls(self) -> list[tuple[float, str]]:
+        return self.pushes[self.pushes_before : self.pushes_after_calls]
+
+
+@pytest.fixture(scope="module")
+def burst(cluster: Cluster, server: Server, browser: Browser) -> Iterator[Burst]:
+    """5 sessions of one team token start, make 50 Bash calls each side by side (PreToolUse
+    and PostToolUse posted directly to the live server, as the CLI's hooks post them,
+    one thread per session), and end, while a person's page is open on the board."""
+    board = new_board(cluster, server)
+    pages = BoardPages(browser, board)
+    try:
+        page = pages.open()
+        yield run_burst(board, page, cluster)
+        assert not pages.errors, pages.errors
+    finally:
+        pages.close()
+
+
+def run_burst(board: ClaudeBoard, page: Page, cluster: Cluster) -> Burst:
+    url = f"{board.server.base}/api/boards/{board.slug}/hooks/claude-code"
+    page.evaluate(COUNT_PUSHES)
     agents = [f"burst-{n}" for n in range(1, SESSIONS + 1)]
-    sessions = {agent: str(uuid.uuid4()) for agent in agents}
-    plans = {a: list(cli_payloads(sessions[a], f"/home/dev/{a}")) for a in agents}
+    plans = {a: list(cli_payloads(str(uuid.uuid4()), f"/home/dev/{a}")) for a in agents}
     latency: dict[str, list[float]] = {"PreToolUse": [], "PostToolUse": []}
     lock = threading.Lock()
 
     def send(agent: str, payload: dict[str, Any]) -> None:
         began = time.perf_counter()
-        status, _headers, answer = post_hook(url, live_board.token, json.dumps(payload).encode(), agent)
+        status, _headers, answer = post_hook(url, board.token, json.dumps(payload).encode(), agent)
         took = time.perf_counter() - began
         assert (status, answer) == (200, {}), (payload["hook_event_name"], status, answer)
         if payload["hook_event_name"] in latency:
             with lock:
                 latency[payload["hook_event_name"]].append(took)
 
-    def run_calls(agent: str) -> None:
-        for payload in plans[agent][1:-1]:
+    def calls(agent: str) -> None:
+        for payload in plans[agent][1:-1]:  # one session's calls, one after another
             send(agent, payload)
 
+    seq_before = events_page(board)["lastSeq"]
     with ThreadPoolExecutor(SESSIONS) as pool:
-        # The sessions start (each is an event, pushed)...
         list(pool.map(lambda a: send(a, plans[a][0]), agents))
-        states = page.locator("#roster [data-session-state]")
-        expect(states).to_have_count(SESSIONS)
-        after_start = pushes()
-        seq_started = events_page(live_board)["lastSeq"]
-        # ...then make their calls side by side, each session one call after another.
+        expect(page.locator("#roster [data-session-state]")).to_have_count(SESSIONS)
+        seq_started = events_page(board)["lastSeq"]
+        # The page has had every start's event (they are pushed in the background).
+        wait_until(
+            lambda: page.evaluate(STARTS_PUSHED) >= SESSIONS,
+            timeout=TIMEOUT_MS / 1000,
+            what="the sessions' starts pushed",
+        )
+        pushes_before = len(page.evaluate("window.__pushes"))
+        began_ms = time.time() * 1000
         began = time.monotonic()
-        list(pool.map(run_calls, agents))
-        burst_seconds = time.monotonic() - began
-        t0 = time.time() - burst_seconds
-        # The last change of the burst is always pushed: each shows its last call.
+        list(pool.map(calls, agents))
+        seconds = time.monotonic() - began
+        # The last change of a burst is always pushed: each session shows its last call.
         for agent in agents:
             expect(roster_row(page, agent)).to_contain_text(f"Running `echo {CALLS - 1}`")
-        burst_pushes = pushes() - after_start
-        seq_burst = events_page(live_board)["lastSeq"]
+        seq_after_calls = events_page(board)["lastSeq"]
+        pushes_after_calls = len(page.evaluate("window.__pushes"))
         list(pool.map(lambda a: send(a, plans[a][-1]), agents))
     expect(page.locator('#roster [data-session-state="ended"]')).to_have_count(SESSIONS)
-    total_pushes = pushes()
-
-    for when, size, ids in page.evaluate("window.__log"):
-        print(round(when / 1000 - t0, 2), size, ids)
-    # The event log: the sessions' starts and ends, nothing for the 500 calls.
-    assert seq_burst == seq_started
-    kinds = sorted(e["kind"] for e in events(live_board, after=seq_before))
-    assert kinds == ["session_ended"] * SESSIONS + ["session_started"] * SESSIONS, kinds
-    # Each session keeps its last KANBAN_SESSION_CALLS calls, all finished.
+    summary = roster_row(page, agents[0]).locator(".session-calls summary").inner_text()
+    pushes = [((at - began_ms) / 1000, kinds) for at, kinds in page.evaluate("window.__pushes")]
     kept = json.loads(
         cluster.manage(
             "shell",
@@ -526,32 +589,76 @@ def test_busy_sessions_leave_the_event_log_and_the_pushes_bounded(
             "-c",
             "import json; from django.conf import settings; from boards.models import "
             "ClientSession\nprint(json.dumps({'limit': settings.KANBAN_SESSION_CALLS, "
+            "'window': settings.KANBAN_SESSION_PUSH_SECONDS, "
             "'calls': {s.agent: [(c['doing'], c['outcome']) for c in s.calls] for s in "
-            f"ClientSession.objects.filter(board__slug={live_board.slug!r})}}}}))",
+            f"ClientSession.objects.filter(board__slug={board.slug!r})}}}}))",
         ).splitlines()[-1]
     )
-    limit = min(kept["limit"], CALLS)
-    assert sorted(kept["calls"]) == agents
-    for agent, calls in kept["calls"].items():
-        assert calls == [[f"Running `echo {n}`", "ok"] for n in range(CALLS - limit, CALLS)], agent
-    expect(roster_row(page, agents[0]).locator(".session-calls summary")).to_have_text(
-        f"Last {limit} tool calls"
+    done = Burst(
+        board,
+        agents,
+        seq_before,
+        seq_started,
+        seq_after_calls,
+        seconds,
+        pushes_before,
+        pushes_after_calls,
+        pushes,
+        latency,
+        kept,
+        summary,
     )
-    # The pushes: coalesced to about one a second during the burst.
-    assert_not_reloaded(page)
+    post, pre = sorted(latency["PostToolUse"]), sorted(latency["PreToolUse"])
+    report = (
+        f"{SESSIONS} sessions × {CALLS} calls: {seconds:.2f} s for {len(pre) + len(post)} posts; "
+        f"PostToolUse p50 {statistics.median(post) * 1000:.0f} ms, "
+        f"p95 {post[int(len(post) * 0.95)] * 1000:.0f} ms; "
+        f"PreToolUse p50 {statistics.median(pre) * 1000:.0f} ms; "
+        f"pushes: {len(done.during_calls())} during the calls, {len(pushes)} in all"
+    )
+    print("\n" + report)
+    HOOKS_SEEN.append(("burst", "(posted directly)", report, None))
+    return done
 
-    post = sorted(latency["PostToolUse"])
-    pre = sorted(latency["PreToolUse"])
-    assert len(post) == len(pre) == SESSIONS * CALLS
-    summary = (
-        f"{SESSIONS} sessions × {CALLS} calls: burst {burst_seconds:.2f} s, "
-        f"PostToolUse p50 {statistics.median(post) * 1000:.1f} ms "
-        f"p95 {post[int(len(post) * 0.95)] * 1000:.1f} ms, "
-        f"PreToolUse p50 {statistics.median(pre) * 1000:.1f} ms; pushes: {burst_pushes} "
-        f"during the burst, {total_pushes} in all; events: {len(kinds)}"
-    )
-    print("\n" + summary)
-    HOOKS_SEEN.append(("burst", "(posted directly)", summary, None))
+
+def test_busy_sessions_leave_the_event_log_bounded_and_keep_their_last_calls(burst: Burst):
+    # Every call was answered, and timed.
+    assert len(burst.latency["PreToolUse"]) == len(burst.latency["PostToolUse"]) == SESSIONS * CALLS
+    # The event log: each session's start and end, nothing for the 500 calls.
+    assert burst.seq_after_calls == burst.seq_started
+    kinds = sorted(e["kind"] for e in events(burst.board, after=burst.seq_before))
+    assert kinds == ["session_ended"] * SESSIONS + ["session_started"] * SESSIONS, kinds
+    # Each session keeps its last KANBAN_SESSION_CALLS calls, each with its outcome.
+    limit = min(burst.kept["limit"], CALLS)
+    assert sorted(burst.kept["calls"]) == burst.agents
+    for agent, calls in burst.kept["calls"].items():
+        assert calls == [[f"Running `echo {n}`", "ok"] for n in range(CALLS - limit, CALLS)], agent
+    assert burst.roster_summary == f"Last {limit} tool calls"
+
+
+def test_busy_sessions_push_far_fewer_updates_than_they_make_calls(burst: Burst):
+    during = burst.during_calls()
+    assert not [p for p in during if p[1]], f"pushes during the calls carried events: {during}"
+    # 500 posts; the roster is re-rendered a few times a second at most, never per call.
+    assert len(during) <= SESSIONS * CALLS * 2 / 10, (len(during), burst.seconds)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="product bug: auth.authenticate → services.agent_seen (boards/services/agents.py) "
+    "pushes the roster at once (events.publish) whenever an agent's last_seen is older than "
+    "5 s, so each busy session adds a push every 5 s on top of the coalesced ones",
+)
+def test_busy_sessions_pushes_are_coalesced_to_one_per_window(burst: Burst):
+    """The roster is re-rendered at most once per KANBAN_SESSION_PUSH_SECONDS while the
+    sessions only make calls (boards/services/hooks.py), however many sessions there are."""
+    if burst.seconds < 6:
+        pytest.skip(f"the calls took {burst.seconds:.1f} s: too short to tell")
+    window = float(burst.kept["window"])
+    during = [at for at, _events in burst.during_calls()]
+    gaps = [later - earlier for earlier, later in itertools.pairwise(during)]
+    assert len(during) <= burst.seconds / window + 2, (len(during), burst.seconds)
+    assert min(gaps) >= window * 0.5, sorted(gaps)[:10]
 
 
 # -- refusals ------------------------------------------------------------------------------------
@@ -572,7 +679,7 @@ def test_the_hook_door_refuses_bad_tokens_other_boards_and_bad_json(
     ).splitlines()[-1]
     url = f"{live_board.server.base}/api/boards/{live_board.slug}/hooks/claude-code"
     event = json.dumps(
-        {"session_id": "s-refused", "cwd": "/tmp/x", "hook_event_name": "SessionStart"}
+        {"session_id": "s-refused", "cwd": "/home/dev/project", "hook_event_name": "SessionStart"}
     ).encode()
 
     def refused(status: int, token: str, body: bytes) -> dict[str, Any]:
