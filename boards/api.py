@@ -9,7 +9,6 @@ hook event to ``services.session_event``, then writes its answer or the §4 erro
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 from collections import Counter
@@ -19,7 +18,6 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
-from channels.layers import get_channel_layer
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.db import close_old_connections
@@ -38,7 +36,7 @@ from .errors import (
     error_body,
     store_busy,
 )
-from .events import group_name
+from .events import listening
 from .models import Board, CallState, ToolCall
 
 logger = logging.getLogger(__name__)
@@ -365,18 +363,8 @@ def _call_state(call_id: int) -> ToolCall:
 async def _hold(caller: auth.Caller, call_id: int) -> tuple[str, str]:
     """Wait, holding no thread and no connection, until a person decides the held call or
     its deadline passes (then its rule's fallback); the (decision, reason) to answer."""
-    layer = get_channel_layer()
-    group = group_name(caller.board.pk)
-    channel = ""
-    try:
-        channel = await layer.new_channel()
-        # Joined before the first read, so a decision landing in between is not missed.
-        await asyncio.wait_for(layer.group_add(group, channel), 2)
-    except Exception:
-        logger.warning("held call on board %s: channel layer unavailable, polling", group)
-        channel = ""
     read = database_sync_to_async(_call_state)
-    try:
+    async with listening(caller.board.pk, "held call") as (layer, channel):
         await sync_to_async(close_old_connections)()
         while True:
             call = await read(call_id)
@@ -397,12 +385,10 @@ async def _hold(caller: auth.Caller, call_id: int) -> tuple[str, str]:
             except TimeoutError:
                 continue
             except Exception:
-                logger.warning("held call on board %s: channel layer failed, polling", group)
+                logger.warning(
+                    "held call on board %s: channel layer failed, polling", caller.board.pk
+                )
                 channel = ""
-    finally:
-        if channel:
-            with contextlib.suppress(Exception):
-                await layer.group_discard(group, channel)
 
 
 async def _decision_pushed(layer: Any, channel: str) -> None:

@@ -16,13 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from channels.db import database_sync_to_async
-from channels.layers import get_channel_layer
 from django.conf import settings
 
 from . import schemas, selectors, services
 from .auth import Caller
 from .errors import InvalidInput, TooManyRequests
-from .events import group_name
+from .events import listening
 from .models import TERMINAL_STATUSES, ApprovalState, Board, Event
 
 logger = logging.getLogger(__name__)
@@ -265,20 +264,10 @@ def _watch_slot(caller: Caller) -> Iterator[None]:
 
 async def _watch(caller: Caller, number: int, data: schemas.TaskWatchInput) -> Answer:
     timeout = min(float(data.timeoutSeconds), settings.KANBAN_WATCH_MAX_SECONDS)
-    layer = get_channel_layer()
-    group = group_name(caller.board.pk)
-    channel = ""
-    try:
-        channel = await layer.new_channel()
-        # Join before reading the state, so a change landing in between is not missed.
-        await asyncio.wait_for(layer.group_add(group, channel), 2)
-    except Exception:
-        logger.warning("TaskWatch on board %s: channel layer unavailable, polling", group)
-        channel = ""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     read = database_sync_to_async(_watch_state)
-    try:
+    async with listening(caller.board.pk, "TaskWatch") as (layer, channel):
         done, task, start_state = await read(caller, number, None)
         while not done:
             remaining = deadline - loop.time()
@@ -294,7 +283,9 @@ async def _watch(caller: Caller, number: int, data: schemas.TaskWatchInput) -> A
             except TimeoutError:
                 continue
             except Exception:
-                logger.warning("TaskWatch on board %s: channel layer failed, polling", group)
+                logger.warning(
+                    "TaskWatch on board %s: channel layer failed, polling", caller.board.pk
+                )
                 channel = ""
                 continue
             if any(
@@ -305,10 +296,6 @@ async def _watch(caller: Caller, number: int, data: schemas.TaskWatchInput) -> A
         return Answer(
             {"task": task, "timedOut": False, **({"deleted": True} if task is None else {})}
         )
-    finally:
-        if channel:
-            with contextlib.suppress(Exception):
-                await layer.group_discard(group, channel)
 
 
 def handle_task_heartbeat(caller: Caller, data: schemas.TaskHeartbeatInput) -> Answer:

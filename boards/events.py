@@ -19,13 +19,14 @@ deactivated or deleted: the socket checks it may stay open).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import os
 import queue
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from functools import partial
 from typing import Any
 
@@ -334,3 +335,26 @@ def missed_numbers(board: Board, since: int) -> tuple[set[int], bool]:
         or len(rows) >= CATCH_UP_MAX_CARDS * 4
     )
     return numbers, full
+
+
+@contextlib.asynccontextmanager
+async def listening(board_id: int, who: str) -> AsyncIterator[tuple[Any, str]]:
+    """Join the board's stream for a waiter (a TaskWatch, a held tool call): yields the
+    layer and a channel to ``receive`` on, or an empty channel when the layer cannot be
+    reached (the waiter then polls). Join before reading the state it waits on, so a
+    change landing in between is not missed; leaves the group on the way out."""
+    layer = get_channel_layer()
+    group = group_name(board_id)
+    channel = ""
+    try:
+        channel = await layer.new_channel()
+        await asyncio.wait_for(layer.group_add(group, channel), 2)
+    except Exception:
+        logger.warning("%s on board %s: channel layer unavailable, polling", who, group)
+        channel = ""
+    try:
+        yield layer, channel
+    finally:
+        if channel:
+            with contextlib.suppress(Exception):
+                await layer.group_discard(group, channel)

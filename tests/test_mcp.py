@@ -47,6 +47,7 @@ tokens = {
 }
 tokens["team"] = run("issuetoken", "team", "agents", team=True)
 tokens["revoked"] = run("issuetoken", "errors", "mallory")
+run("issuetoken", "errors", "bob")  # an agent work can be reassigned to
 revoked = AgentToken.objects.get(token_hash=hash_token(tokens["revoked"]))
 services.token_revoke(board=revoked.board, token_id=revoked.pk)
 print(json.dumps(tokens))
