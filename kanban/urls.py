@@ -62,6 +62,7 @@ urlpatterns = [
     path("api/openapi.json", api.openapi, name="openapi"),
     path("api/boards/<slug:slug>/events", api.event_list, name="event-list"),
     path("api/boards/<slug:slug>/metrics", api.board_metrics, name="metrics-api"),
+    path("api/boards/<slug:slug>/agents", api.agent_list, name="agent-list"),
     path("api/boards/<slug:slug>/tools", api.tool_list, name="tool-list"),
     path("api/boards/<slug:slug>/tools/<str:tool>", api.tool_call, name="tool-call"),
     path("api/boards/<slug:slug>/hooks/claude-code", api.claude_code_hook, name="hook-claude-code"),
