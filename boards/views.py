@@ -21,6 +21,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.cache import add_never_cache_headers, patch_vary_headers
 from django.utils.html import escape
+from django.utils.timesince import timesince
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.middleware import HtmxDetails
 
@@ -403,11 +404,22 @@ def member_list(request: HtmxHttpRequest, board: Board, role: Role) -> HttpRespo
     return render(request, "boards/members.html", context, status=400 if error else 200)
 
 
+def _queued(board: Board, recipient: str) -> str:
+    """What a person reads once a message is queued: whether its agent will read it soon."""
+    row = next((r for r in selectors.roster(board) if r["name"] == recipient), None)
+    if row is None or row["state"] not in ("silent", "gone"):
+        return "Message queued."
+    return (
+        f"Message queued; {recipient} is {row['state']} (last call "
+        f"{timesince(row['last_seen'])} ago): it reads it when it calls again."
+    )
+
+
 @require_POST
 @board_access("message")
 def message_send_post(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResponse:
     try:
-        services.message_send(
+        message = services.message_send(
             board=board,
             sender=_person(request),
             recipient=request.POST.get("recipient", ""),
@@ -419,9 +431,10 @@ def message_send_post(request: HtmxHttpRequest, board: Board, role: Role) -> Htt
             return _refusal(request, exc)
         messages.error(request, exc.message)
         return redirect("board", slug=board.slug)
+    sent = _queued(board, message.recipient)
     if request.htmx:
-        return HttpResponse('<p class="ok" role="status">Message queued.</p>')
-    messages.success(request, "Message queued.")
+        return HttpResponse(f'<p class="ok" role="status">{escape(sent)}</p>')
+    messages.success(request, sent)
     return redirect("board", slug=board.slug)
 
 

@@ -104,3 +104,15 @@ def test_the_silent_threshold_is_a_board_setting(alice, board, person_client):
         "/boards/team/settings/", {"maxAttempts": "3", "silentAfterSeconds": "1"}
     )
     assert refused.status_code == 400
+
+
+def test_a_message_to_a_silent_agent_says_so_when_sent(alice, board, person_client):
+    alice.call("TaskList", {})
+    quiet_for(board, "alice", 300)
+    response = person_client.post(
+        "/boards/team/messages/",
+        {"recipient": "alice", "body": "Are you there?"},
+        headers={"HX-Request": "true"},
+    )
+    assert response.status_code == 200
+    assert "Message queued; alice is silent (last call 5" in response.content.decode()
