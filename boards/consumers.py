@@ -190,8 +190,8 @@ class BoardConsumer(AsyncWebsocketConsumer):
             if label >= seen_seq and html != seen_html:
                 self.header_sent[part_id] = (label, html)
                 parts.append(html)
-        if not parts:
-            return
+        if not parts and not message.get("events"):
+            return  # nothing new to show, and nothing to announce
         self.sent_seq = max(self.sent_seq, label)
         # Every push replaces the events list: it holds exactly this push's events.
         parts.insert(0, _seq_marker(self.sent_seq) + _events_list(message.get("events") or []))

@@ -1,7 +1,7 @@
 """Claude Code sessions on the board through their hooks (SPEC §11, issue #22): the hook
 endpoint, sessions on the roster, gate rules, held tool calls decided by a person.
 
-The real CLI drives the same endpoint in tests/test_claude_code_live.py; these tests send
+The real CLI drives the same endpoint in tests/browser/test_claude_code_live.py; these tests send
 the payloads the CLI was seen to send (docs/claude-code-hooks.md) through Django's clients.
 """
 

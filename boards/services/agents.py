@@ -69,8 +69,9 @@ def agent_seen(
             _seen.clear()
         _seen[key] = time.monotonic()
     if changed:
-        # The roster lives in the board's header: re-render it on every open board.
-        events.publish(board, [], ())
+        # The roster lives in the board's header: re-rendered on every open board, at most
+        # once a window however many agents call (coalesced with the sessions' activity).
+        events.publish_later(board.pk, agent)
     return changed
 
 

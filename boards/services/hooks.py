@@ -4,7 +4,7 @@
 and keeps the session's row: its state, what it is doing now, its last few tool
 calls. Routine activity (a tool call starting or ending) writes that one row,
 records no event and pushes nothing at once: the board's roster is re-rendered
-at most once per ``events.COALESCE_SECONDS`` (``events.publish_later``), so a
+at most once per ``KANBAN_SESSION_PUSH_SECONDS`` (``events.publish_later``), so a
 session making ten calls a second floods neither the event log nor the sockets.
 
 A ``PreToolUse`` is matched against the board's gate rules (``boards.gates``);
