@@ -27,7 +27,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET
 from pydantic import ValidationError
 
-from . import auth, dialects, metrics, permissions, schemas, selectors, services, tools
+from . import auth, dialects, metrics, numbers, permissions, schemas, selectors, services, tools
 from .errors import (
     InvalidInput,
     PayloadTooLarge,
@@ -73,11 +73,8 @@ def parse_body(request: HttpRequest) -> Any:
     """The JSON body; an empty body means ``{}`` (seed 000: LLMs call TaskList with nothing)."""
     limit = settings.KANBAN_MAX_BODY_BYTES
     too_large = PayloadTooLarge(f"Body is larger than {limit} bytes")
-    try:
-        declared = int(request.META.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        declared = 0
-    if declared > limit:
+    declared = numbers.spelled(request.META.get("CONTENT_LENGTH") or "", numbers.SEQ_DIGITS)
+    if declared is not None and declared > limit:
         raise too_large
     try:
         raw = request.body
@@ -179,16 +176,7 @@ def _whole(request: HttpRequest, name: str, default: int, low: int, high: int) -
     raw = request.GET.get(name)
     if raw is None or raw == "":
         return default
-    try:
-        value = int(raw)
-    except ValueError:
-        value = low - 1
-    if not low <= value <= high:
-        raise InvalidInput(
-            f"{name}: a whole number from {low} to {high}",
-            details=[{"field": name, "message": f"a whole number from {low} to {high}"}],
-        )
-    return value
+    return numbers.whole(raw, field=name, low=low, high=high)
 
 
 @require_GET
@@ -278,12 +266,7 @@ def _session_json(session: Any) -> dict[str, Any] | None:
 
 def _day(request: HttpRequest) -> date | None:
     raw = request.GET.get("today")
-    if not raw:
-        return None
-    try:
-        return date.fromisoformat(raw)
-    except ValueError:
-        raise InvalidInput("today: a date like 2026-11-20", details=[{"field": "today"}]) from None
+    return numbers.day(raw, field="today") if raw else None
 
 
 # -- coding clients' hooks (SPEC §11) -----------------------------------------------------------

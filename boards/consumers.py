@@ -14,7 +14,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.contrib.auth import get_user_model
 from django.utils.html import format_html, format_html_join
 
-from . import events, permissions
+from . import events, numbers, permissions
 from .models import Board
 from .rendering import header_context, header_parts
 
@@ -100,9 +100,8 @@ class BoardConsumer(AsyncWebsocketConsumer):
 
     async def catch_up(self, board: Board) -> None:
         query = parse_qs(self.scope.get("query_string", b"").decode(errors="replace"))
-        try:
-            since = int(query.get("seq", [""])[0])
-        except ValueError:
+        since = numbers.spelled(query.get("seq", [""])[0], numbers.SEQ_DIGITS)
+        if since is None:
             since = -1
         self.sent_seq = max(since, 0)
         message = await database_sync_to_async(self._missed)(board, since)

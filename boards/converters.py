@@ -1,10 +1,12 @@
 """URL converters."""
 
+from .numbers import ID_DIGITS
+
 
 class NumberConverter:
-    """A positive integer of at most nine digits: anything longer cannot name a row."""
+    """A whole number of at most nine ASCII digits: anything longer cannot name a row."""
 
-    regex = "[0-9]{1,9}"
+    regex = f"[0-9]{{1,{ID_DIGITS}}}"
 
     def to_python(self, value: str) -> int:
         return int(value)

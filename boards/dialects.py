@@ -75,7 +75,7 @@ from typing import Annotated, Any, Literal
 from django.conf import settings
 from pydantic import BeforeValidator, Field, StrictBool, WithJsonSchema
 
-from . import canonical, schemas, selectors, services
+from . import canonical, numbers, schemas, selectors, services
 from .auth import Caller
 from .canonical import Answer
 from .errors import InvalidInput, NotFound, ServiceError
@@ -118,6 +118,8 @@ def _seed002_id(value: Any) -> Any:
         match = TASK_N.match(value.strip())
         if match:
             return str(int(match.group(1)))
+        if numbers.foreign_digits(value):
+            raise ValueError(numbers.FOREIGN_DIGITS)
     raise ValueError('must be a task id like "task-3"')
 
 
@@ -353,7 +355,6 @@ ANY_NAMESPACE = (
 
 # --- seed 003 -------------------------------------------------------------------------------
 
-DIGITS = re.compile(r"^[0-9]{1,9}$")
 REF = re.compile(r"^[A-Za-z0-9_.:-]*[A-Za-z_.:-][A-Za-z0-9_.:-]*$")
 NOT_A_TASK = "must be a task id (an integer) or, in a batch, the ref of an insert"
 
@@ -363,10 +364,13 @@ def _seed003_ref(value: Any) -> str:
         value = str(value)
     if isinstance(value, str):
         text = value.strip().lstrip("#")
-        if DIGITS.match(text) and int(text) > 0:
-            return str(int(text))
+        number = numbers.spelled(text)
+        if number:  # task 0 does not exist: "0" is no id
+            return str(number)
         if len(text) <= 64 and REF.match(text):
             return text
+        if numbers.foreign_digits(text):
+            raise ValueError(numbers.FOREIGN_DIGITS)
     raise ValueError(NOT_A_TASK)
 
 
@@ -540,7 +544,7 @@ def _seed003_answer(
 
 def _integer(field_name: str, token: str) -> str:
     """Outside a batch there are no refs: a reference is a task number."""
-    if not DIGITS.match(token):
+    if numbers.spelled(token) is None:
         raise InvalidInput(
             f"{field_name}: must be a task id (an integer)",
             details=[{"field": field_name, "message": "not an integer"}],
@@ -589,12 +593,12 @@ class _Plan:
                 seen[ref] = index
         self.named = {ref: self.insert_ref[i] for ref, i in seen.items()}
         existing = {
-            int(op.id)
+            number
             for op, action in zip(ops, actions, strict=True)
             if action in ("update", "delete")
             and op.id
-            and DIGITS.match(op.id)
             and op.id not in self.predicted
+            and (number := numbers.spelled(op.id)) is not None
         }
         self.before = selectors.task_views(caller.board, existing, with_children=False)
         translate = {"insert": self._insert, "update": self._update, "delete": self._delete}
@@ -670,7 +674,8 @@ class _Plan:
         assert op.id is not None  # _check_fields requires it
         target = self._id(f"{self._at(index)}id", op.id)
         fields = self._fields(index, op)
-        view = self.before.get(int(target)) if DIGITS.match(target) else None
+        number = numbers.spelled(target)
+        view = self.before.get(number) if number is not None else None
         current = [str(n) for n in view.open_blockers] if view else []
         blockers = current
         if op.blocked_by is not None:
@@ -714,16 +719,16 @@ def _seed003_write(
     plan = _Plan(caller, ops, batch=batch)
     outcome = services.task_batch(board=caller.board, actor=caller.agent, ops=plan.service_ops)
     snapshot = selectors.board_snapshot(caller.board)
-    numbers = [int(outcome.operations[plan.owners.index(i)]["taskId"]) for i in range(len(ops))]
+    written = [int(outcome.operations[plan.owners.index(i)]["taskId"]) for i in range(len(ops))]
     # Labels for insert and delete changes: of the tasks as they were, and as inserted.
     labels = {number: view.task.subject for number, view in plan.before.items()}
-    labels |= {n: op.label for n, op in zip(numbers, ops, strict=True) if op.label is not None}
+    labels |= {n: op.label for n, op in zip(written, ops, strict=True) if op.label is not None}
     labels |= {n: view.task.subject for n, view in snapshot.views.items()}
     changes = _seed003_changes(outcome.changes, labels)
     operations = None
     if batch:
         operations = []
-        for index, (op, number) in enumerate(zip(ops, numbers, strict=True)):
+        for index, (op, number) in enumerate(zip(ops, written, strict=True)):
             result: dict[str, Any] = {"action": op.action, "ok": True, "id": number}
             if index in plan.user_refs:
                 result["ref"] = plan.user_refs[index]

@@ -25,6 +25,7 @@ from django.http.request import split_domain_port, validate_host
 from django.utils.deprecation import MiddlewareMixin
 
 from .errors import PayloadTooLarge, error_body, store_busy
+from .numbers import SEQ_DIGITS
 
 # Room for the MCP JSON-RPC envelope around a tool call's arguments (boards.mcp): the
 # tool API and the MCP endpoint each check their exact limit once the body is read.
@@ -147,7 +148,9 @@ class BodyLimit:
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] == "http":
             declared = dict(scope.get("headers") or []).get(b"content-length", b"")
-            if declared.isdigit() and int(declared) > body_limit():
+            # bytes.isdigit() is ASCII only; a run of digits longer than any limit is over it
+            # (and int() refuses runs over 4,300 digits).
+            if declared.isdigit() and (len(declared) > SEQ_DIGITS or int(declared) > body_limit()):
                 body = too_large_body()
                 await send(
                     {

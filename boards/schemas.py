@@ -18,6 +18,7 @@ from pydantic import (
     ValidationError,
 )
 
+from . import numbers
 from .answers import TOOL_ANSWERS
 
 LONG_TEXT = 100_000
@@ -28,7 +29,10 @@ def _task_id(value: Any) -> Any:
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
     if isinstance(value, str):
-        return value.strip().lstrip("#")
+        text = value.strip().lstrip("#")
+        if numbers.foreign_digits(text):  # "٣" is not task 3, nor "²" a 500
+            raise ValueError(numbers.FOREIGN_DIGITS)
+        return text
     return value
 
 

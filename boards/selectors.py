@@ -45,6 +45,7 @@ from .models import (
     Webhook,
     agent_state,
 )
+from .numbers import id_number, spelled
 
 COLUMNS = ("pending", "in_progress", "blocked", "completed")
 # A blocker that ended like this will not complete by itself: its dependents are stuck.
@@ -61,12 +62,13 @@ COUNT_KEYS = (
 )
 
 
-def parse_task_id(value: str | int) -> int:
-    """``"3"``, ``"#3"`` or ``3`` → 3; anything else is unknown."""
-    text = str(value).strip().lstrip("#")
-    if not text.isdigit() or len(text) > 9:
+def parse_task_id(value: str | int, *, field: str = "taskId") -> int:
+    """``"3"``, ``"#3"`` or ``3`` → 3; anything else is unknown (digits of another script
+    are refused, naming ``field``: ``numbers``)."""
+    number = id_number(value, field=field)
+    if number is None:
         raise NotFound(f"Task #{str(value)[:40]} not found", code="task_not_found")
-    return int(text)
+    return number
 
 
 def board_get(slug: str) -> Board:
@@ -495,9 +497,10 @@ def decode_cursor(cursor: str) -> int:
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
         kind, _, number = raw.partition(":")
-        if kind != "after" or not number.isdigit() or len(number) > 9:
+        after = spelled(number)
+        if kind != "after" or after is None:
             raise ValueError(raw)
-        return int(number)
+        return after
     except (ValueError, UnicodeDecodeError) as exc:
         raise InvalidInput(
             "cursor: not a cursor this server gave out; start again without one",

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import date
 from functools import wraps
 from typing import Any
 
@@ -25,7 +24,7 @@ from django.utils.timesince import timesince
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.middleware import HtmxDetails
 
-from . import charts, clients, gates, metrics, permissions, selectors, services
+from . import charts, clients, gates, metrics, numbers, permissions, selectors, services
 from .activity import SIGNALS
 from .errors import InvalidInput, NotFound, ServiceError, error_body
 from .models import (
@@ -450,12 +449,13 @@ def board_settings(request: HtmxHttpRequest, board: Board, role: Role) -> HttpRe
             if public not in request.POST:
                 continue  # a form without the field leaves the setting as it is
             raw = request.POST.get(public, "").strip()
+            number = numbers.spelled(raw)
             if not raw:
                 values[public] = None
-            elif raw.isdigit() and len(raw) <= 9:
-                values[public] = int(raw)
+            elif number is not None:
+                values[public] = number
             else:
-                error = f"{public}: a whole number, or empty"
+                error = f"{public}: a whole number (digits 0-9), or empty"
                 break
         if not error:
             try:
@@ -580,7 +580,7 @@ def webhook_list(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResp
                 )
                 request.session[NEW_SECRET_KEY] = {
                     "board": board.pk,
-                    "hook": int(post.get("webhook", "0")),
+                    "hook": numbers.id_number(post.get("webhook"), field="webhook"),
                     "secret": rotated,
                 }
             elif post.get("action") == "remove":
@@ -619,7 +619,7 @@ def _activity_filters(request: HtmxHttpRequest) -> dict[str, Any]:
     return {
         "actor": request.GET.get("actor", "").strip()[:150],
         "kind": request.GET.get("kind", "").strip()[:32],
-        "task": int(task) if task.isdigit() and len(task) <= 9 else None,
+        "task": numbers.digits(task, field="task"),
     }
 
 
@@ -630,13 +630,18 @@ def activity(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResponse
 
     ``?after=<seq>`` (htmx) answers only the rows newer than that, for the page to prepend.
     """
-    filters = _activity_filters(request)
-    raw_after, raw_before = request.GET.get("after", ""), request.GET.get("before", "")
-    if raw_after.isdigit() and len(raw_after) <= 18:
-        rows = selectors.activity_page(board, after=int(raw_after), **filters)
+    try:
+        filters = _activity_filters(request)
+        after, before = (
+            numbers.digits(request.GET.get(name, ""), field=name, max_digits=numbers.SEQ_DIGITS)
+            for name in ("after", "before")
+        )
+    except ServiceError as exc:
+        return _refusal(request, exc)
+    if after is not None:
+        rows = selectors.activity_page(board, after=after, **filters)
         rows.reverse()
         return render(request, "boards/activity.html#rows", {"board": board, "events": rows})
-    before = int(raw_before) if raw_before.isdigit() and len(raw_before) <= 18 else None
     rows = selectors.activity_page(board, before=before, **filters)
     context = {
         "board": board,
@@ -674,9 +679,10 @@ def notify_post(request: HtmxHttpRequest, board: Board, role: Role) -> HttpRespo
 def _graph_scope(request: HtmxHttpRequest) -> tuple[str, int | None]:
     task = request.GET.get("task", "").strip().lstrip("#")
     if task:
-        if not task.isdigit() or len(task) > 9:
+        number = numbers.digits(task, field="task")
+        if number is None:
             raise InvalidInput("task: a task number", details=[{"field": "task"}])
-        return "task", int(task)
+        return "task", number
     return request.GET.get("scope", "open"), None
 
 
@@ -715,12 +721,13 @@ def graph_json(request: HtmxHttpRequest, board: Board, role: Role) -> HttpRespon
 @board_access("view")
 def metrics_page(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResponse:
     """Flow metrics and cost, as charts with their numbers in tables (boards.metrics)."""
-    raw_days, raw_today = request.GET.get("days", ""), request.GET.get("today", "")
-    days = int(raw_days) if raw_days.isdigit() and 1 <= int(raw_days) <= metrics.DAYS_MAX else 30
+    raw_days, raw_today = request.GET.get("days", "").strip(), request.GET.get("today", "")
     try:
-        today = date.fromisoformat(raw_today) if raw_today else None
-    except ValueError:
-        today = None
+        days = numbers.digits(raw_days, field="days") or 0
+        today = numbers.day(raw_today, field="today") if raw_today else None
+    except ServiceError as exc:
+        return _refusal(request, exc)
+    days = days if 1 <= days <= metrics.DAYS_MAX else metrics.DAYS_DEFAULT
     data = metrics.metrics(board, days=days, today=today)
     days_list = [d["day"] for d in data["throughput"]]
     flow = data["cumulativeFlow"]

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
 from django.db import transaction
 
+from .. import numbers
 from ..errors import Conflict, InvalidInput
 from ..models import Board, Task
 from . import hooks
@@ -68,18 +69,16 @@ def _budget(value: Any) -> Decimal | None:
     """``budgetUsd``: dollars (0 to a billion, to the cent), or None for no budget."""
     if value is None:
         return None
-    try:
-        if isinstance(value, bool):
-            raise InvalidOperation
-        budget = Decimal(str(value)).quantize(Decimal("0.01"))
-    except (InvalidOperation, ValueError):
-        budget = Decimal(-1)
-    if not Decimal(0) <= budget <= BUDGET_MAX:
+    # NaN and Infinity are no amount (and no comparison with NaN holds): numbers.amount
+    # answers None for them, as for anything that is not a plain decimal number.
+    budget = numbers.amount(value, field="budgetUsd")
+    if budget is None or not Decimal(0) <= budget <= BUDGET_MAX:
         raise InvalidInput(
-            f"budgetUsd: dollars from 0 to {BUDGET_MAX}, or empty for no budget",
+            f"budgetUsd: dollars from 0 to {BUDGET_MAX} (like 250 or 99.50), "
+            "or empty for no budget",
             details=[{"field": "budgetUsd"}],
         )
-    return budget
+    return budget.quantize(Decimal("0.01"))
 
 
 def board_settings(*, board: Board, actor: str, **values: Any) -> Board:

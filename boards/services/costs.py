@@ -4,11 +4,12 @@ the board's budget that stops new claims once it is spent."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 
 from django.db.models import F
 
+from .. import numbers
 from ..errors import Conflict, InvalidInput
 from ..models import Attempt, Board, Status, Task, Usage
 from .work import Work
@@ -36,18 +37,12 @@ def _count(usage: Mapping[str, Any], name: str) -> int:
 
 
 def _cost(usage: Mapping[str, Any]) -> Decimal:
-    value = usage.get("costUsd", 0)
-    try:
-        if isinstance(value, bool):
-            raise InvalidOperation
-        cost = Decimal(str(value)).quantize(CENT)
-    except (InvalidOperation, ValueError):
-        cost = Decimal(-1)
-    if not Decimal(0) <= cost <= COST_MAX:
+    cost = numbers.amount(usage.get("costUsd", 0), field="usage.costUsd")
+    if cost is None or not Decimal(0) <= cost <= COST_MAX:
         raise InvalidInput(
             f"usage.costUsd: a number from 0 to {COST_MAX}", details=[{"field": "usage.costUsd"}]
         )
-    return cost
+    return cost.quantize(CENT)
 
 
 def add_usage(work: Work, task: Task, usage: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from .. import numbers
 from ..errors import InvalidInput
 from ..models import Dependency, Status, Task
 from .work import Work
@@ -36,8 +37,7 @@ def resolve(
     if refs and isinstance(ident, str) and ident in refs:
         number: int | None = refs[ident]
     else:
-        text = str(ident).strip().lstrip("#")
-        number = int(text) if text.isdigit() and len(text) < 10 else None
+        number = numbers.id_number(ident, field=field_name)
     found = (
         Task.objects.filter(board=work.board, number=number).first() if number is not None else None
     )

@@ -18,7 +18,8 @@ def message_send(
     recipient = agents.checked_name(board, recipient, field="recipient")
     body = text("body", body, 10_000, required=True)
     with unit_of_work(board, sender, person=True) as work:
-        number = work.task(task_id).number if task_id is not None and task_id != "" else None
+        about = work.task(task_id, field="task") if task_id is not None and task_id != "" else None
+        number = about.number if about else None
         message = Message.objects.create(
             board=work.board, recipient=recipient, sender=sender, task_number=number, body=body
         )

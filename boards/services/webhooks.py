@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 from django.db import transaction
 from django.utils import timezone
 
+from .. import numbers
 from ..activity import SIGNALS
 from ..errors import InvalidInput, NotFound
 from ..models import Board, Delivery, Event, Subscription, Webhook
@@ -65,13 +66,10 @@ def webhook_add(
 
 
 def _hook(board: Board, webhook_id: Any) -> Webhook:
-    try:
-        pk = int(webhook_id)
-    except (TypeError, ValueError):
-        pk = 0
-    hook = Webhook.objects.filter(board=board, pk=pk).first()
+    pk = numbers.id_number(webhook_id, field="webhook")
+    hook = Webhook.objects.filter(board=board, pk=pk).first() if pk is not None else None
     if hook is None:
-        raise NotFound(f"Webhook {webhook_id} not found", code="webhook_not_found")
+        raise NotFound(f"Webhook {str(webhook_id)[:40]} not found", code="webhook_not_found")
     return hook
 
 
@@ -123,14 +121,13 @@ def webhook_test(*, board: Board, actor: str, webhook_id: Any) -> Delivery:
 
 def delivery_redeliver(*, board: Board, actor: str, delivery_id: Any) -> Delivery:
     """Send a delivery again, as a new delivery at the end of its endpoint's queue."""
-    try:
-        pk = int(delivery_id)
-    except (TypeError, ValueError):
-        pk = 0
+    pk = numbers.id_number(delivery_id, field="delivery")
     with transaction.atomic():
-        original = Delivery.objects.filter(pk=pk, webhook__board=board).first()
+        original = (
+            Delivery.objects.filter(pk=pk, webhook__board=board).first() if pk is not None else None
+        )
         if original is None:
-            raise NotFound(f"Delivery {delivery_id} not found", code="delivery_not_found")
+            raise NotFound(f"Delivery {str(delivery_id)[:40]} not found", code="delivery_not_found")
         return outbox.queue(original.webhook_id, original.seq, original.signal, original.payload)
 
 

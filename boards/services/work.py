@@ -211,12 +211,14 @@ class Work:
         for (blocked, stuck), pks in groups.items():
             Task.objects.filter(pk__in=pks).update(blocked=blocked, stuck=stuck)
 
-    def task(self, ident: str | int, refs: Mapping[str, int] | None = None) -> Task:
+    def task(
+        self, ident: str | int, refs: Mapping[str, int] | None = None, *, field: str = "taskId"
+    ) -> Task:
         """A task of this board by public id (or a batch ref); 404 when there is none."""
         if refs and isinstance(ident, str) and ident in refs:
             number = refs[ident]
         else:
-            number = parse_task_id(ident)
+            number = parse_task_id(ident, field=field)
         task = Task.objects.filter(board=self.board, number=number).first()
         if task is None:
             raise NotFound(f"Task #{number} not found", code="task_not_found")
