@@ -27,7 +27,18 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET
 from pydantic import ValidationError
 
-from . import auth, dialects, metrics, numbers, permissions, schemas, selectors, services, tools
+from . import (
+    auth,
+    dialects,
+    edge,
+    metrics,
+    numbers,
+    permissions,
+    schemas,
+    selectors,
+    services,
+    tools,
+)
 from .errors import (
     InvalidInput,
     PayloadTooLarge,
@@ -84,10 +95,11 @@ def parse_body(request: HttpRequest) -> Any:
         raise too_large
     if not raw.strip():
         return {}
+    problem = edge.json_problem(raw)
+    if problem:
+        raise InvalidInput(f"Body is not valid JSON: {problem}", code="invalid_json")
     try:
         data = json.loads(raw)
-    except RecursionError as exc:
-        raise InvalidInput("Body is nested too deeply", code="invalid_json") from exc
     except ValueError as exc:
         raise InvalidInput(
             f"Body is not valid JSON: {str(exc)[:200]}", code="invalid_json"

@@ -16,7 +16,10 @@ builds (``daphne.http_protocol.WebRequest``, looked up per connection).
 from __future__ import annotations
 
 import json
+import re
+from array import array
 from collections.abc import Mapping
+from itertools import accumulate
 from typing import Any
 
 from django.conf import settings
@@ -34,6 +37,37 @@ ENVELOPE_BYTES = 16 * 1024
 
 def body_limit() -> int:
     return int(settings.KANBAN_MAX_BODY_BYTES) + ENVELOPE_BYTES
+
+
+# How deep a JSON body may nest. A tool call needs five or six levels (an MCP envelope
+# around a batch's ops and their lists); parsers recurse per level, and a body of
+# 50,000 brackets takes Python's json down with a RecursionError, so depth is counted
+# before any parser sees the body. (NaN, Infinity and NUL are refused once it is parsed:
+# ``tools.unstorable``.)
+JSON_DEPTH_MAX = 64
+# A JSON string, escapes included: what lies between its quotes is no structure.
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_BRACKETS = b"[]{}"
+_OTHER_BYTES = bytes(set(range(256)) - set(_BRACKETS))
+# An opening bracket counts +1, a closing one -1 (as signed bytes).
+_DEPTH_STEPS = bytes.maketrans(_BRACKETS, bytes([1, 255, 1, 255]))
+
+
+def json_problem(raw: bytes) -> str | None:
+    """Why a request body is refused before it is parsed as JSON (nested deeper than
+    ``JSON_DEPTH_MAX`` levels), or None. Every door that parses JSON asks this first.
+
+    Cheap: a body with few brackets is passed by two counts; otherwise its strings are
+    cut out and the brackets summed, at C speed (about 1 ms for a 500-op batch).
+    """
+    opening = raw.count(b"[") + raw.count(b"{")
+    if opening <= JSON_DEPTH_MAX:
+        return None
+    outside = _JSON_STRING.sub(b'""', raw)
+    steps = array("b", outside.translate(_DEPTH_STEPS, _OTHER_BYTES))
+    if max(accumulate(steps), default=0) > JSON_DEPTH_MAX:
+        return f"nested deeper than {JSON_DEPTH_MAX} levels"
+    return None
 
 
 def too_large_body() -> bytes:

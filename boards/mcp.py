@@ -58,7 +58,7 @@ from starlette.responses import JSONResponse
 from starlette.types import Message, Receive, Scope, Send
 
 from . import auth, schemas, selectors, tools
-from .edge import body_limit, expected_origins
+from .edge import body_limit, expected_origins, json_problem
 from .errors import NotFound, ServiceError, error_body
 
 logger = logging.getLogger(__name__)
@@ -424,16 +424,14 @@ async def _peek_body(receive: Receive) -> tuple[list[Message], Receive]:
     return messages, replay
 
 
-def _wants_progress(messages: list[Message], headers: Headers) -> bool:
+def _wants_progress(body: bytes, headers: Headers) -> bool:
     """A TaskWatch call with a progressToken, from a client that accepts a streamed answer.
 
     Only then is the answer a stream (progress notifications, then the result); every
-    other request keeps its single JSON answer, which any client reads.
+    other request keeps its single JSON answer, which any client reads. ``body`` is
+    within the size limit and passed ``edge.json_problem``.
     """
     if "text/event-stream" not in headers.get("accept", ""):
-        return False
-    body = b"".join(m.get("body", b"") for m in messages if m["type"] == "http.request")
-    if len(body) > body_limit():
         return False
     try:
         request = json.loads(body)
@@ -487,10 +485,19 @@ async def mcp_app(scope: Scope, receive: Receive, send: Send) -> None:
             }
             return await _refuse(scope, receive, send, 405, body, {"Allow": "POST"})
         messages, receive = await _peek_body(receive)
+        raw = b"".join(m.get("body", b"") for m in messages if m["type"] == "http.request")
+        # Over the limit, the SDK answers 413 without parsing it.
+        small = len(raw) <= body_limit()
+        problem = json_problem(raw) if small else None
+        if problem:
+            # As the SDK answers a body it cannot parse: a JSON-RPC parse error, HTTP 400.
+            error = {"code": types.PARSE_ERROR, "message": f"Parse error: {problem}"}
+            refusal = {"jsonrpc": "2.0", "id": None, "error": error}
+            return await _refuse(scope, receive, send, 400, refusal)
         manager = StreamableHTTPSessionManager(
             app=build_server(caller),
             stateless=True,
-            json_response=not _wants_progress(messages, headers),
+            json_response=not (small and _wants_progress(raw, headers)),
             max_request_body_size=body_limit(),
         )
         try:

@@ -1,7 +1,8 @@
-"""Numbers, days and amounts from outside are read by one strict parser (``boards.numbers``)
-on every door: digits of another script are refused by name instead of read as another
-task ("٣" is not task 3) or answered with a 500 ("²"); years far off and amounts of NaN
-or Infinity are 400s, and a refused input changes nothing (issue #23, item 6).
+"""Numbers, days, amounts and JSON bodies from outside are read by one strict parser
+(``boards.numbers``, ``boards.edge.json_problem``) on every door: digits of another
+script are refused by name instead of read as another task ("٣" is not task 3) or
+answered with a 500 ("²"); years far off, NaN and Infinity, and bodies nested past
+any tool's needs are 400s, and a refused input changes nothing (issue #23, item 6).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from decimal import Decimal
 import pytest
 from channels.testing import HttpCommunicator
 
-from boards import numbers, services
+from boards import edge, numbers, services
 from boards.errors import InvalidInput
 from boards.models import Board, Event, Membership, Role, Task, Webhook
 from tests.factories import make_task, make_token
@@ -110,6 +111,23 @@ def test_an_amount_is_a_finite_decimal_number(value):
     assert numbers.amount(0.4, field="x") == Decimal("0.4")
 
 
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        (b"{}", None),
+        (b"[" * 64 + b"]" * 64, None),
+        (b"[" * 65 + b"]" * 65, "nested deeper than 64 levels"),
+        (b"[" * 50_000, "nested deeper than 64 levels"),
+        (b"[]" * 10_000, None),
+        (b'{"a": "' + b"[{" * 500 + b'"}', None),  # brackets inside a string are text
+        (b'{"a": "\\"' + b"[" * 100 + b'"}', None),  # so are those after an escaped quote
+        (b'{"a": "[", "b": ' + b"[" * 65 + b"]" * 65 + b"}", "nested deeper than 64 levels"),
+    ],
+)
+def test_a_json_body_is_scanned_for_depth_before_parsing(body, problem):
+    assert edge.json_problem(body) == problem
+
+
 # --- the tool API -------------------------------------------------------------------------
 
 
@@ -146,6 +164,16 @@ def test_arabic_indic_three_is_not_task_three(alice, three, tool):
     reply = alice.call(tool, {"taskId": "٣", "timeoutSeconds": 0})
     assert reply.status == 400, reply.body
     assert any(d["field"] == "taskId" for d in reply.error["details"])
+    assert _state(alice.board) == before
+
+
+@pytest.mark.parametrize("depth", [65, 50_000])
+def test_deep_nesting_is_refused_before_parsing(alice, depth):
+    before = _state(alice.board)
+    raw = b'{"subject": "x", "metadata": {"k": ' + b"[" * depth + b"]" * depth + b"}}"
+    reply = alice.call("TaskCreate", raw=raw)
+    assert reply.status == 400 and reply.error["code"] == "invalid_json", reply.body
+    assert reply.error["message"] == "Body is not valid JSON: nested deeper than 64 levels"
     assert _state(alice.board) == before
 
 
@@ -212,6 +240,34 @@ async def _mcp_post(slug: str, token: str, body: bytes) -> tuple[int, dict]:
     )
     response = await communicator.get_response(timeout=10)
     return response["status"], json.loads(response["body"])
+
+
+DEEP = b"[" * 50_000 + b"]" * 50_000
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    "body",
+    [
+        DEEP,
+        # A watch asking for progress: the body is read to choose the answer's form.
+        b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "TaskWatch", '
+        b'"arguments": {"taskId": "1", "deep": ' + DEEP + b'}, "_meta": {"progressToken": 1}}}',
+    ],
+    ids=["bare", "watch-with-progress"],
+)
+async def test_mcp_answers_a_deeply_nested_body_with_a_json_rpc_parse_error(body):
+    from asgiref.sync import sync_to_async
+
+    board = await sync_to_async(services.board_create)(slug="deep")
+    token = await sync_to_async(make_token)(board, "alice")
+    status, answer = await _mcp_post("deep", token, body)
+    assert status == 400
+    assert answer == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -32700, "message": "Parse error: nested deeper than 64 levels"},
+    }
 
 
 @pytest.mark.django_db(transaction=True)
