@@ -871,6 +871,9 @@ def activity_page(
     Each filter has its index (board, actor|kind|task_number, seq): a page costs the
     same however long the log is.
     """
+    if "\x00" in actor or "\x00" in kind:
+        # No actor or kind holds NUL (services refuse it), and PostgreSQL cannot compare it.
+        return []
     events = Event.objects.filter(board=board)
     if actor:
         events = events.filter(actor=actor)

@@ -398,3 +398,27 @@ def test_the_foreign_digit_refusals_reach_a_viewer_too(scene, django_user_model)
     client.force_login(viewer)
     assert client.get("/boards/team/graph.json?task=٣").status_code == 400
     assert client.get("/boards/team/graph.json?task=3").status_code == 200
+
+
+# --- NUL, which PostgreSQL cannot even compare ----------------------------------------------
+
+
+@pytest.mark.parametrize("path", ["/boards/team/activity/", "/api/boards/team/events"])
+@pytest.mark.parametrize("name", ["actor", "kind"])
+def test_a_filter_holding_nul_matches_nothing(scene, person_client, path, name):
+    response = person_client.get(path, {name: "a\x00b"})
+    assert response.status_code == 200
+    if path.startswith("/api/"):
+        assert response.json()["events"] == []
+
+
+@pytest.mark.parametrize(
+    "data",
+    [{"username": "sam\x00", "role": "viewer"}, {"remove": "pat\x00"}, {"remove_agent": "\x00"}],
+)
+def test_member_forms_refuse_nul_naming_the_field(scene, person_client, data):
+    before = (_state(scene), list(Membership.objects.values_list("user_id", "role")))
+    response = person_client.post("/boards/team/members/", data)
+    assert response.status_code == 400
+    assert "must not contain the NUL character" in response.content.decode()
+    assert (_state(scene), list(Membership.objects.values_list("user_id", "role"))) == before

@@ -28,7 +28,7 @@ from ..models import (
     agent_name_problem,
     hash_token,
 )
-from .work import unit_of_work
+from .work import NAME_MAX, text, unit_of_work
 
 logger = logging.getLogger(__name__)
 
@@ -189,6 +189,7 @@ def token_revoke(*, board: Board, token_id: int) -> AgentToken:
 
 def agent_remove(*, board: Board, name: str, actor: str) -> None:
     """Take an agent off the board's roster (a person's decision); its tasks keep their owner."""
+    name = text("name", name, NAME_MAX, required=True)
     with unit_of_work(board, actor, person=True) as work:
         removed, _ = Agent.objects.filter(board=work.board, name=name).delete()
         if not removed:

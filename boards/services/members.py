@@ -7,14 +7,18 @@ from django.contrib.auth import get_user_model
 from .. import events
 from ..errors import InvalidInput, NotFound
 from ..models import Board, Membership, Role
-from .work import unit_of_work
+from .work import text, unit_of_work
+
+# Django's username column; text() also refuses NUL, which PostgreSQL cannot even compare.
+USERNAME_MAX = 150
 
 
 def member_set(*, board: Board, username: str, role: str, actor: str) -> Membership:
     """Give a person a role on the board (adding them, or changing their role)."""
+    username = text("username", username, USERNAME_MAX, required=True)
     if role not in Role.values:
         raise InvalidInput(f"role: one of {', '.join(Role.values)}", details=[{"field": "role"}])
-    user = get_user_model().objects.filter(username=username.strip()).first()
+    user = get_user_model().objects.filter(username=username).first()
     if user is None:
         raise NotFound(f"No person called {username[:150]!r}", code="user_not_found")
     current = Membership.objects.filter(board=board, user=user).first()
@@ -31,6 +35,7 @@ def member_set(*, board: Board, username: str, role: str, actor: str) -> Members
 def member_remove(*, board: Board, username: str, actor: str) -> None:
     """Take a person off the board: they no longer see it, and once this commits their
     open sockets on it close (unless they still see it as a superuser)."""
+    username = text("username", username, USERNAME_MAX, required=True)
     with unit_of_work(board, actor, person=True) as work:
         membership = Membership.objects.filter(board=work.board, user__username=username).first()
         if membership is None:
