@@ -472,37 +472,43 @@ async def mcp_app(scope: Scope, receive: Receive, send: Send) -> None:
     # so concurrent MCP requests do not queue behind one another on a single thread.
     async with ThreadSensitiveContext():
         try:
-            caller = await database_sync_to_async(auth.authenticate)(headers, match["slug"])
-        except ServiceError as exc:
-            extra = auth.challenge(exc, headers)
-            return await _refuse(scope, receive, send, exc.status, error_body(exc), extra)
-        if scope["method"] != "POST":
-            body = {
-                "error": {
-                    "code": "method_not_allowed",
-                    "message": "This MCP server is stateless: POST only",
-                }
-            }
-            return await _refuse(scope, receive, send, 405, body, {"Allow": "POST"})
-        messages, receive = await _peek_body(receive)
-        raw = b"".join(m.get("body", b"") for m in messages if m["type"] == "http.request")
-        # Over the limit, the SDK answers 413 without parsing it.
-        small = len(raw) <= body_limit()
-        problem = json_problem(raw) if small else None
-        if problem:
-            # As the SDK answers a body it cannot parse: a JSON-RPC parse error, HTTP 400.
-            error = {"code": types.PARSE_ERROR, "message": f"Parse error: {problem}"}
-            refusal = {"jsonrpc": "2.0", "id": None, "error": error}
-            return await _refuse(scope, receive, send, 400, refusal)
-        manager = StreamableHTTPSessionManager(
-            app=build_server(caller),
-            stateless=True,
-            json_response=not (small and _wants_progress(raw, headers)),
-            max_request_body_size=body_limit(),
-        )
-        try:
-            async with manager.run():
-                await manager.handle_request(scope, receive, send)
+            await _serve(scope, receive, send, match["slug"], headers)
         finally:
-            # Django's request_finished does the same for its own requests.
+            # Every answer, refusals too, gives the request's connection back, as Django's
+            # request_finished does for its own requests.
             await sync_to_async(close_old_connections)()
+
+
+async def _serve(scope: Scope, receive: Receive, send: Send, slug: str, headers: Headers) -> None:
+    """Authenticate the caller, then hand a POST to their MCP server (one per request)."""
+    try:
+        caller = await database_sync_to_async(auth.authenticate)(headers, slug)
+    except ServiceError as exc:
+        extra = auth.challenge(exc, headers)
+        return await _refuse(scope, receive, send, exc.status, error_body(exc), extra)
+    if scope["method"] != "POST":
+        body = {
+            "error": {
+                "code": "method_not_allowed",
+                "message": "This MCP server is stateless: POST only",
+            }
+        }
+        return await _refuse(scope, receive, send, 405, body, {"Allow": "POST"})
+    messages, receive = await _peek_body(receive)
+    raw = b"".join(m.get("body", b"") for m in messages if m["type"] == "http.request")
+    # Over the limit, the SDK answers 413 without parsing it.
+    small = len(raw) <= body_limit()
+    problem = json_problem(raw) if small else None
+    if problem:
+        # As the SDK answers a body it cannot parse: a JSON-RPC parse error, HTTP 400.
+        error = {"code": types.PARSE_ERROR, "message": f"Parse error: {problem}"}
+        refusal = {"jsonrpc": "2.0", "id": None, "error": error}
+        return await _refuse(scope, receive, send, 400, refusal)
+    manager = StreamableHTTPSessionManager(
+        app=build_server(caller),
+        stateless=True,
+        json_response=not (small and _wants_progress(raw, headers)),
+        max_request_body_size=body_limit(),
+    )
+    async with manager.run():
+        await manager.handle_request(scope, receive, send)

@@ -12,6 +12,7 @@ from datetime import date
 from decimal import Decimal
 
 import pytest
+from channels.db import database_sync_to_async
 from channels.testing import HttpCommunicator
 
 from boards import edge, numbers, services
@@ -257,10 +258,8 @@ DEEP = b"[" * 50_000 + b"]" * 50_000
     ids=["bare", "watch-with-progress"],
 )
 async def test_mcp_answers_a_deeply_nested_body_with_a_json_rpc_parse_error(body):
-    from asgiref.sync import sync_to_async
-
-    board = await sync_to_async(services.board_create)(slug="deep")
-    token = await sync_to_async(make_token)(board, "alice")
+    board = await database_sync_to_async(services.board_create)(slug="deep")
+    token = await database_sync_to_async(make_token)(board, "alice")
     status, answer = await _mcp_post("deep", token, body)
     assert status == 400
     assert answer == {
@@ -273,12 +272,10 @@ async def test_mcp_answers_a_deeply_nested_body_with_a_json_rpc_parse_error(body
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("text", ["²", "٣"])
 async def test_mcp_refuses_a_batch_id_in_another_script_as_a_tool_error(text):
-    from asgiref.sync import sync_to_async
-
-    board = await sync_to_async(services.board_create)(slug="mcpdigits")
-    token = await sync_to_async(make_token)(board, "alice")
+    board = await database_sync_to_async(services.board_create)(slug="mcpdigits")
+    token = await database_sync_to_async(make_token)(board, "alice")
     for n in (1, 2, 3):
-        await sync_to_async(make_task)(board, f"Task {n}")
+        await database_sync_to_async(make_task)(board, f"Task {n}")
     ops = [{"op": "update", "taskId": text, "status": "completed"}]
     call = {"name": "TaskBatch", "arguments": {"ops": ops}}
     rpc = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}
@@ -289,7 +286,7 @@ async def test_mcp_refuses_a_batch_id_in_another_script_as_a_tool_error(text):
     error = json.loads(result["content"][0]["text"])["error"]
     assert error["code"] == "invalid_input"
     assert error["details"][0]["field"] == "ops.0.taskId"
-    statuses = await sync_to_async(list)(
+    statuses = await database_sync_to_async(list)(
         Task.objects.filter(board=board).values_list("status", flat=True)
     )
     assert statuses == ["pending"] * 3
