@@ -20,6 +20,8 @@ from pydantic import (
 
 from . import numbers
 from .answers import TOOL_ANSWERS
+from .metrics import DAYS_MAX
+from .selectors import ACTIVITY_MAX
 
 LONG_TEXT = 100_000
 
@@ -596,6 +598,7 @@ def openapi_document() -> dict[str, Any]:
             },
         }
     }
+    paths.update(_read_paths(errors))
     return {
         "openapi": "3.1.0",
         "info": {"title": "Agent Kanban tool API", "version": "1"},
@@ -626,3 +629,58 @@ class HookInput(BaseModel):
     prompt: Annotated[str, StringConstraints(max_length=100_000)] | None = None
     message: Annotated[str, StringConstraints(max_length=10_000)] | None = None
     model: str | dict[str, Any] | None = None
+
+
+def _read_paths(errors: dict[str, Any]) -> dict[str, Any]:
+    """The read-only JSON endpoints beside the tools: the event log and the metrics."""
+
+    def query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
+        return {
+            "name": name,
+            "in": "query",
+            "required": False,
+            "schema": schema,
+            "description": description,
+        }
+
+    slug = {"name": "slug", "in": "path", "required": True, "schema": {"type": "string"}}
+    whole = {"type": "integer"}
+    answers = {
+        "200": {
+            "description": "The answer",
+            "content": {"application/json": {"schema": {"type": "object"}}},
+        },
+        **{code: errors[code] for code in ("400", "401", "403", "404")},
+    }
+    events = [
+        query("after", {**whole, "minimum": 0, "maximum": 2**62}, "Events after this seq."),
+        query("limit", {**whole, "minimum": 1, "maximum": ACTIVITY_MAX}, "Events per page."),
+        query("taskId", {**whole, "minimum": 1, "maximum": 2**31 - 1}, "Only this task's."),
+        query("actor", {"type": "string"}, "Only this agent's or person's."),
+        query("kind", {"type": "string"}, "Only events of this kind."),
+    ]
+    window = f"YYYY-MM-DD, in the years {numbers.YEAR_MIN} to {numbers.YEAR_MAX}"
+    measures = [
+        query("days", {**whole, "minimum": 1, "maximum": DAYS_MAX}, "Days measured."),
+        query("today", {"type": "string", "format": "date"}, f"The last day ({window})."),
+    ]
+    return {
+        "/api/boards/{slug}/events": {
+            "get": {
+                "operationId": "listEvents",
+                "summary": "The board's event log, oldest first (an admin-scoped token)",
+                "parameters": [slug, *events],
+                "responses": answers,
+                "security": [{"bearer": []}],
+            }
+        },
+        "/api/boards/{slug}/metrics": {
+            "get": {
+                "operationId": "boardMetrics",
+                "summary": "Flow metrics and cost of the board (any token of the board)",
+                "parameters": [slug, *measures],
+                "responses": answers,
+                "security": [{"bearer": []}],
+            }
+        },
+    }
