@@ -159,9 +159,10 @@ def _posted_version(value: str | None) -> int | None:
     """The task version a decision was made on (None: the form did not say)."""
     if value is None or value == "":
         return None
-    if not (value.isascii() and value.isdigit()) or len(value) > 9:
+    version = numbers.digits(value, field="version")
+    if version is None:
         raise InvalidInput("version: the task's version as a whole number")
-    return int(value)
+    return version
 
 
 def _run_action(
