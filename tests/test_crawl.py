@@ -122,6 +122,13 @@ class Page(HTMLParser):
                 fields[-1] = (self._select, a.get("value", ""))
                 self._chosen = "selected" in a or self._chosen
             return
+        if self._form is not None and tag == "button":
+            # A button may add its name and value, and send the form elsewhere (Deny beside
+            # Approve: formaction).
+            action = a.get("formaction") or a.get("hx-post") or ""
+            if a.get("name") or action:
+                self._form["buttons"].append((a.get("name", ""), a.get("value", ""), action))
+            return
         if self._form is None or not a.get("name"):
             return
         fields, name = self._form["fields"], a["name"]
@@ -130,8 +137,6 @@ class Page(HTMLParser):
             if kind in ("checkbox", "radio") and "checked" not in a:
                 return
             fields.append((name, a.get("value", "on" if kind == "checkbox" else "")))
-        elif tag == "button":
-            self._form["buttons"].append((name, a.get("value", "")))
         elif tag == "select":
             self._select, self._chosen = name, False
             fields.append((name, ""))
@@ -151,10 +156,10 @@ class Page(HTMLParser):
             self._select = None
         elif tag == "form" and self._form is not None:
             form, self._form = self._form, None
-            presses = form["buttons"] or [None]
-            for button in presses:
-                extra = (button,) if button else ()
-                self.forms.append(Form(form["method"], form["action"], (*form["fields"], *extra)))
+            for name, value, action in form["buttons"] or [("", "", "")]:
+                pressed = ((name, value),) if name else ()
+                target = urljoin(self.url, action) if action else form["action"]
+                self.forms.append(Form(form["method"], target, (*form["fields"], *pressed)))
 
 
 def _same_board(url: str) -> bool:
