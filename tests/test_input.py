@@ -169,6 +169,22 @@ def test_arabic_indic_three_is_not_task_three(alice, three, tool):
 
 
 @pytest.mark.parametrize("depth", [65, 50_000])
+def test_a_hook_event_nested_too_deeply_is_refused_before_parsing(alice, depth):
+    deep = b"[" * depth + b"]" * depth
+    raw = b'{"hook_event_name": "PreToolUse", "session_id": "s1", "tool_input": ' + deep + b"}"
+    response = alice.client.post(
+        f"/api/boards/{alice.board.slug}/hooks/claude-code",
+        data=raw,
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {alice.token}"},
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["message"] == (
+        "Body is not valid JSON: nested deeper than 64 levels"
+    )
+
+
+@pytest.mark.parametrize("depth", [65, 50_000])
 def test_deep_nesting_is_refused_before_parsing(alice, depth):
     before = _state(alice.board)
     raw = b'{"subject": "x", "metadata": {"k": ' + b"[" * depth + b"]" * depth + b"}}"
