@@ -508,7 +508,7 @@ def gate_rules(request: HtmxHttpRequest, board: Board, role: Role) -> HttpRespon
     if request.method == "POST":
         try:
             if "remove" in request.POST:
-                rule_id = _posted_version(request.POST.get("remove"))
+                rule_id = numbers.digits(request.POST.get("remove", ""), field="remove")
                 if rule_id is None:
                     raise InvalidInput("remove: the rule to remove")
                 services.gate_rule_remove(board=board, actor=_person(request), rule_id=rule_id)
@@ -521,7 +521,10 @@ def gate_rules(request: HtmxHttpRequest, board: Board, role: Role) -> HttpRespon
                 return redirect("gate-rules", slug=board.slug)
             status = 400
         except ServiceError as exc:
-            form.add_error(None, exc.message)
+            if form.is_bound:
+                form.add_error(None, exc.message)
+            else:  # a refused removal: an unbound form takes no errors (it raises)
+                messages.error(request, exc.message)
             status = exc.status
     rules = list(GateRule.objects.filter(board=board).order_by("position", "id"))
     context = {"board": board, "rules": rules, "form": form}

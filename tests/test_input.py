@@ -435,3 +435,12 @@ def test_member_forms_refuse_nul_naming_the_field(scene, person_client, data):
     assert response.status_code == 400
     assert "must not contain the NUL character" in response.content.decode()
     assert (_state(scene), list(Membership.objects.values_list("user_id", "role"))) == before
+
+
+@pytest.mark.parametrize("rule", ["²", "٣", "", "0", "999999", "9" * 5000, "\x00"])
+def test_removing_a_gate_rule_that_is_not_there_is_a_refusal_not_a_500(scene, person_client, rule):
+    before = _state(scene)
+    response = person_client.post("/boards/team/gates/", {"remove": rule})
+    assert 400 <= response.status_code < 500
+    assert "remove" in response.content.decode() or "rule" in response.content.decode()
+    assert _state(scene) == before
