@@ -318,7 +318,8 @@
     new MutationObserver(onDetailChanged).observe(detail, { childList: true });
     // Anything that answers into #detail, clicked or submitted by a person.
     document.addEventListener("click", function (event) {
-      var el = event.target.closest && event.target.closest('a[hx-target="#detail"]');
+      var el = event.target.closest &&
+        event.target.closest('a[hx-target="#detail"], button[hx-target="#detail"]');
       if (el) wantDetail();
     }, true);
     document.addEventListener("submit", function (event) {
