@@ -253,7 +253,6 @@ KANBAN_MCP_PROGRESS_SECONDS = float(os.environ.get("KANBAN_MCP_PROGRESS_SECONDS"
 KANBAN_PUSH_IN_BACKGROUND = env_bool("KANBAN_PUSH_IN_BACKGROUND", True)
 # The longest a committed write's answer waits on its broadcast (an unresponsive Redis).
 KANBAN_BROADCAST_TIMEOUT_SECONDS = float(os.environ.get("KANBAN_BROADCAST_TIMEOUT_SECONDS", "0.5"))
-# An agent owning an in-progress task and silent for longer than this is flagged stale.
 # A claim's lease when neither the call nor the board sets one: any tool call by the owner
 # renews it; when it lapses the task goes back to pending (boards.services.leases).
 KANBAN_LEASE_SECONDS = int(os.environ.get("KANBAN_LEASE_SECONDS", "900"))
