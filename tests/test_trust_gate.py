@@ -49,6 +49,8 @@ def test_a_task_cannot_add_up_past_its_cap_and_nothing_is_recorded(alice, board)
 
 
 def test_one_board_that_cannot_be_read_does_not_stop_reclaims_on_another(board, other_board):
+    if connection.vendor != "sqlite":
+        pytest.skip("PostgreSQL refuses to store the unreadable value this test plants")
     make_task(board, "Here")
     make_task(other_board, "There")
     services.task_claim(board=board, agent="alice", task_id=1, lease_seconds=5)
