@@ -336,13 +336,13 @@ def verdict_of(call: ToolCall) -> tuple[str, str]:
     if call.state == CallState.APPROVED:
         return gates.ALLOW, f"Approved{by} on the board{note}"
     if call.state == CallState.DENIED:
-        return gates.DENY, f"Denied{by} on the board{note or ''}. Do not retry this call as is."
-    minutes = f"{call.wait_seconds} s"
+        return gates.DENY, f"Denied{by} on the board{note}. Do not retry this call as is."
+    waited = f"{call.wait_seconds} s"
     if call.fallback == gates.ALLOW:
-        return gates.ALLOW, f"No person answered on the board within {minutes}; the rule allows it."
+        return gates.ALLOW, f"No person answered on the board within {waited}; the rule allows it."
     return (
         gates.DENY,
-        f"No person answered on the board within {minutes}, so the call was not run "
+        f"No person answered on the board within {waited}, so the call was not run "
         f"(rule “{call.rule}”). Ask a person on the board, or find another way.",
     )
 
