@@ -34,6 +34,29 @@ DEFAULT_NOTIFY = (APPROVAL_REQUESTED, FAILED, RECLAIMED, NEEDS_ATTENTION)
 STATUS_NAMES = dict(Status.choices)
 
 
+def needs_sentence(reason: str, failures: int = 0, max_attempts: int = 0) -> str:
+    """What a task that needs a person (SPEC §12, ``reason``) asks, in one sentence."""
+    if reason == "approval":
+        return "waits for a person's approval"
+    if reason == "failed":
+        if max_attempts and failures >= max_attempts:
+            return (
+                f"failed or timed out {failures} time{'s' if failures != 1 else ''} (the "
+                f"board allows {max_attempts}); retry it, reassign it or cancel it"
+            )
+        return "failed, and work waits on it; retry it, go on without it, or cancel the chain"
+    if reason == "stranded":
+        return (
+            "was cancelled or denied, and work waits on it; go on without it, reopen it, "
+            "or cancel what waits on it"
+        )
+    if reason == "not_started":
+        return "was assigned and its owner has not started it; reassign it or release it"
+    if reason == "no_progress":
+        return "has made no progress for a long while; message its owner, release or reassign it"
+    return reason
+
+
 def status_to(data: dict[str, Any]) -> str | None:
     """The status an event's change went to (``data.fields.status.to``), or None."""
     change = (data.get("fields") or {}).get("status")
@@ -86,7 +109,12 @@ def describe(kind: str, number: int | None, actor: str, data: dict[str, Any]) ->
         owner = data.get("owner") or "its owner"
         return f"{task} returned to Pending: {owner}'s lease lapsed"
     if kind == "needs_attention":
-        return f"{task} needs attention: failed or timed out {data.get('failures', '?')} times"
+        if "reason" not in data:  # recorded before reasons had names
+            return f"{task} needs attention: failed or timed out {data.get('failures', '?')} times"
+        sentence = needs_sentence(
+            data["reason"], data.get("failures") or 0, data.get("maxAttempts") or 0
+        )
+        return f"{task} needs you: it {sentence}"
     if kind == "reassigned":
         change = (data.get("fields") or {}).get("owner") or {}
         return f"{task} reassigned to {change.get('to') or 'nobody'}{by}"

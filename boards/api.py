@@ -44,6 +44,7 @@ from .errors import (
     PayloadTooLarge,
     ServiceError,
     StoreBusy,
+    Unauthorized,
     error_body,
     store_busy,
 )
@@ -233,6 +234,18 @@ def board_metrics(request: HttpRequest, slug: str) -> JsonResponse:
     except ServiceError as exc:
         return refused(exc, request)
     return JsonResponse(answer, json_dumps_params={"ensure_ascii": False})
+
+
+@require_GET
+def inbox(request: HttpRequest) -> JsonResponse:
+    """``GET /api/inbox`` (a logged-in person): everything that waits for them on every
+    board they may act on, oldest first (SPEC §12)."""
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return refused(Unauthorized("Log in to read your inbox"), request)
+    items = permissions.inbox(user)
+    body = {"count": len(items), "items": [item.as_json() for item in items]}
+    return JsonResponse(body, json_dumps_params={"ensure_ascii": False})
 
 
 @require_GET

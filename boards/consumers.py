@@ -7,16 +7,18 @@ when their person logs out, or loses the board or their account (``events.user_g
 
 from __future__ import annotations
 
+import asyncio
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.contrib.auth import get_user_model
+from django.template.loader import render_to_string
 from django.utils.html import format_html, format_html_join
 
 from . import events, numbers, permissions
 from .models import Board
-from .rendering import header_context, header_parts
+from .rendering import header_context, header_parts, inbox_parts
 
 # Close codes in the 4xxx range make the browser's extension give up instead of reconnecting.
 CLOSE_UNAUTHENTICATED = 4401
@@ -195,3 +197,118 @@ class BoardConsumer(AsyncWebsocketConsumer):
         # Every push replaces the events list: it holds exactly this push's events.
         parts.insert(0, _seq_marker(self.sent_seq) + _events_list(message.get("events") or []))
         await self.send(text_data="".join(parts))
+
+
+def _inbox_html(user_id: int, count_only: bool) -> tuple[list[int], str]:
+    """The boards this person's inbox listens to, and its rendering now."""
+    user = get_user_model().objects.filter(pk=user_id, is_active=True).first()
+    if user is None:
+        return [], ""
+    boards = [board.pk for board in permissions.acting_boards(user)]
+    items = permissions.inbox(user)
+    if count_only:
+        return boards, render_to_string(
+            "boards/inbox.html#inbox-count", {"inbox_count": len(items), "oob": True}
+        )
+    return boards, inbox_parts(items)
+
+
+class InboxConsumer(AsyncWebsocketConsumer):
+    """One socket for everything that waits for a person, on all their boards (SPEC §12):
+    the inbox page's list (``/ws/inbox/``), or the count every page's header shows
+    (``?count=1``). It listens to each board the person may act on and re-renders
+    after a change there; consecutive changes are rendered once."""
+
+    user_id: int
+    user_group = ""
+    session_group = ""
+    boards: frozenset[int] = frozenset()
+    sent = ""
+    ended = False
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        query = parse_qs(self.scope.get("query_string", b"").decode(errors="replace"))
+        self.count_only = query.get("count", [""])[0] == "1"
+        self.user_id = user.pk
+        self.user_group = events.user_group(user.pk)
+        await self.channel_layer.group_add(self.user_group, self.channel_name)
+        session = self.scope.get("session")
+        if session and session.session_key:
+            self.session_group = events.session_group(session.session_key)
+            await self.channel_layer.group_add(self.session_group, self.channel_name)
+        self.pending: asyncio.Task | None = None
+        self.again = False
+        await self.accept()
+        await self.refresh()
+
+    async def refresh(self) -> None:
+        """Render now; a change that arrives meanwhile renders once more after."""
+        boards, html = await database_sync_to_async(_inbox_html)(self.user_id, self.count_only)
+        await self._listen_to(frozenset(boards))
+        if html and html != self.sent and not self.ended:
+            self.sent = html
+            await self.send(text_data=html)
+
+    async def _listen_to(self, boards: frozenset[int]) -> None:
+        for pk in boards - self.boards:
+            await self.channel_layer.group_add(events.group_name(pk), self.channel_name)
+        for pk in self.boards - boards:
+            await self.channel_layer.group_discard(events.group_name(pk), self.channel_name)
+        self.boards = boards
+
+    async def _refresh_soon(self) -> None:
+        while True:
+            self.again = False
+            await self.refresh()
+            if not self.again:
+                return
+
+    async def board_update(self, message: dict) -> None:
+        if self.ended or not (message.get("events") or message.get("header")):
+            return
+        if self.pending is not None and not self.pending.done():
+            self.again = True
+            return
+        self.pending = asyncio.ensure_future(self._refresh_soon())
+
+    async def access_changed(self, message: dict) -> None:
+        if self.ended:
+            return
+        if await database_sync_to_async(_refusal_now_anywhere)(self.user_id):
+            await self._end(CLOSE_UNAUTHENTICATED)
+            return
+        await self.refresh()  # boards gained or lost: listen to the ones left
+
+    async def session_ended(self, message: dict) -> None:
+        await self._end(CLOSE_UNAUTHENTICATED)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        await self.close(code=4400)
+
+    async def _end(self, code: int) -> None:
+        if self.ended:
+            return
+        self.ended = True
+        await self._leave()
+        await self.close(code=code)
+
+    async def _leave(self) -> None:
+        if self.pending is not None:
+            self.pending.cancel()
+        await self._listen_to(frozenset())
+        for group in (self.user_group, self.session_group):
+            if group:
+                await self.channel_layer.group_discard(group, self.channel_name)
+
+    async def disconnect(self, code: int) -> None:
+        if hasattr(self, "pending"):
+            await self._leave()
+
+
+def _refusal_now_anywhere(user_id: int) -> bool:
+    user = get_user_model().objects.filter(pk=user_id).first()
+    return user is None or not user.is_active

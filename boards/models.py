@@ -5,40 +5,24 @@ goes through ``boards.services``.
 """
 
 import hashlib
-from datetime import datetime
 
 from django.conf import settings
 from django.db import models
 
+from . import states
+from .rules import TaskQuerySet
 
-class Status(models.TextChoices):
-    PENDING = "pending", "Pending"
-    IN_PROGRESS = "in_progress", "In progress"
-    COMPLETED = "completed", "Completed"
-    FAILED = "failed", "Failed"
-    CANCELLED = "cancelled", "Cancelled"
-
-
-TERMINAL_STATUSES = frozenset({Status.COMPLETED, Status.FAILED, Status.CANCELLED})
-
-
-class ApprovalState(models.TextChoices):
-    NONE = "none", "None"
-    REQUESTED = "requested", "Requested"
-    APPROVED = "approved", "Approved"
-    DENIED = "denied", "Denied"
-
-
-class Priority(models.IntegerChoices):
-    """Claim-next takes the ready task of highest priority (lowest value), then lowest number."""
-
-    URGENT = 0, "urgent"
-    HIGH = 1, "high"
-    NORMAL = 2, "normal"
-    LOW = 3, "low"
-
-
-PRIORITY_BY_NAME = {label: value for value, label in Priority.choices}
+# The vocabulary of states lives in boards.states; the names are read from here too.
+GONE_FACTOR = states.GONE_FACTOR
+PRIORITY_BY_NAME = states.PRIORITY_BY_NAME
+TERMINAL_STATUSES = states.TERMINAL_STATUSES
+UNFINISHED = states.UNFINISHED
+AgentState = states.AgentState
+ApprovalState = states.ApprovalState
+Priority = states.Priority
+Reason = states.Reason
+Status = states.Status
+agent_state = states.agent_state
 
 
 class Board(models.Model):
@@ -120,6 +104,12 @@ class Task(models.Model):
     # that is not completed is blocked; on one that failed or was cancelled, also stuck.
     blocked = models.BooleanField(default=False)
     stuck = models.BooleanField(default=False)
+    # Why it waits for a person (a Reason, SPEC §12), and since when; "" when nothing does.
+    # Stored by the unit of work (and the sweeper, for reasons that come with time).
+    needs = models.CharField(max_length=16, choices=Reason.choices, blank=True, default="")
+    needs_since = models.DateTimeField(null=True, blank=True)
+    # When a person (or orchestrator) gave it, pending, to its owner: "assigned, not started".
+    assigned_at = models.DateTimeField(null=True, blank=True)
     # The owner's lease on in-progress work: renewed by the owner's calls, reclaimed when it
     # lapses (services.leases). ``lease_seconds`` is the length the claim asked for.
     lease_expires_at = models.DateTimeField(null=True, blank=True)
@@ -140,6 +130,8 @@ class Task(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     completed_at = models.DateTimeField(null=True, blank=True)
+
+    objects = TaskQuerySet.as_manager()
 
     class Meta:
         # board_id, not board: ordering by the relation would join the boards on every query.
@@ -162,6 +154,12 @@ class Task(models.Model):
             models.Index(fields=["board", "owner", "status"], name="task_owner_status"),
             # the Completed column: the most recently finished first
             models.Index(fields=["board", "completed_at", "number"], name="task_completed"),
+            # "Needs you": the few tasks that wait for a person, on one board or on all
+            models.Index(
+                fields=["board", "needs", "needs_since"],
+                name="task_needs_person",
+                condition=~models.Q(needs=""),
+            ),
         ]
 
     def __str__(self) -> str:
@@ -497,40 +495,6 @@ class FlowDay(models.Model):
 
 
 # -- agents in their own clients (SPEC §11) ------------------------------------------------
-
-
-class AgentState(models.TextChoices):
-    """How an agent looks to a person (SPEC §12): computed, never stored."""
-
-    WORKING = "working", "Working"
-    IDLE = "idle", "Idle"
-    SILENT = "silent", "Silent"
-    GONE = "gone", "Gone"
-
-
-# An agent silent for this many times the board's silentAfterSeconds is gone.
-GONE_FACTOR = 10
-
-
-def agent_state(
-    *,
-    last_seen: datetime,
-    holding: int,
-    session_state: str | None,
-    silent_after: int,
-    now: datetime,
-) -> str:
-    """The one rule of an agent's state: a session that ended, or no call for ten times
-    ``silent_after`` seconds, is gone; no call for ``silent_after`` is silent; holding
-    in-progress work (or a session at work) is working; else idle."""
-    quiet = (now - last_seen).total_seconds()
-    if session_state == "ended" or quiet >= GONE_FACTOR * silent_after:
-        return AgentState.GONE
-    if quiet >= silent_after:
-        return AgentState.SILENT
-    if holding or session_state in ("working", "waiting"):
-        return AgentState.WORKING
-    return AgentState.IDLE
 
 
 class SessionState(models.TextChoices):

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import selectors
 from .errors import NotFound, PermissionDenied
-from .models import Board, Membership, Role
+from .models import Board, Membership, Reason, Role
 
 RANK = {Role.VIEWER: 0, Role.OPERATOR: 1, Role.APPROVER: 2, Role.ADMIN: 3}
 
@@ -27,6 +28,11 @@ ACTIONS: dict[str, Role] = {
     "retry": Role.OPERATOR,
     "priority": Role.OPERATOR,
     "unblock": Role.OPERATOR,
+    # decisions on what needs a person (SPEC §12)
+    "reopen": Role.OPERATOR,
+    "skip": Role.OPERATOR,  # go on without it: its dependents drop it as a blocker
+    "cancel-chain": Role.OPERATOR,
+    "release": Role.OPERATOR,
     # approvers decide what agents asked, and what needs asking
     "approve": Role.APPROVER,
     "deny": Role.APPROVER,
@@ -86,3 +92,29 @@ def visible_boards(user: Any) -> list[Board]:
     if user.is_superuser:
         return list(Board.objects.all())
     return list(Board.objects.filter(memberships__user=user).order_by("slug"))
+
+
+def acting_boards(user: Any) -> dict[Board, Role]:
+    """The boards where the user may act on what waits for a person (operator and up),
+    with their role there; every board for a superuser."""
+    if user is None or not user.is_authenticated or not user.is_active:
+        return {}
+    if user.is_superuser:
+        return {board: Role.ADMIN for board in Board.objects.order_by("slug")}
+    least = [role for role, rank in RANK.items() if rank >= RANK[Role.OPERATOR]]
+    memberships = Membership.objects.filter(user=user, role__in=least).select_related("board")
+    return {m.board: Role(m.role) for m in memberships.order_by("board__slug")}
+
+
+def inbox(user: Any) -> list[selectors.Item]:
+    """Everything that waits for this person on every board they may act on (SPEC §12),
+    oldest first: approvals only where they may decide them, and on each item only the
+    actions their role allows."""
+    roles = acting_boards(user)
+    items = []
+    for item in selectors.needs_you(list(roles)):
+        role = roles[item.board]
+        if item.reason == Reason.APPROVAL and not may(role, "approve"):
+            continue
+        items.append(item.allowed(lambda action, role=role: may(role, action)))
+    return items

@@ -84,10 +84,7 @@ def header_context(board: Board) -> dict[str, Any]:
             {"key": key, "title": title, "count": column_counts[key]}
             for key, title in COLUMN_TITLES.items()
         ],
-        "approvals": selectors.approval_requests(board),
-        "held_calls": clients.held_calls(board),
-        "waiting_sessions": clients.waiting_sessions(board),
-        "attention": selectors.attention_requests(board),
+        "needs": selectors.needs_you([board]),
         "roster": roster,
         "doing": clients.doing_by_agent(sessions),
         "oob": True,
@@ -98,8 +95,7 @@ def header_parts(context: dict[str, Any]) -> dict[str, str]:
     """The board's header pieces by element id, each pushed only when it changed."""
     parts: dict[str, str] = {
         "board-summary": render_to_string("boards/board.html#summary", context),
-        "approvals": render_to_string("boards/board.html#approvals", context),
-        "attention": render_to_string("boards/board.html#attention", context),
+        "needs": render_to_string("boards/board.html#needs", context),
         "roster": render_to_string("boards/roster.html", context),
     }
     for col in context["columns"]:
@@ -155,3 +151,20 @@ def board_fragments(
         "header": header_parts(context) if context else {},
         "full": None,
     }
+
+
+def inbox_context(items: list[selectors.Item]) -> dict[str, Any]:
+    """The inbox page's list (``permissions.inbox``), grouped by board: oldest first
+    within each, boards by their oldest item."""
+    groups: dict[Board, list[Any]] = {}
+    for item in items:
+        groups.setdefault(item.board, []).append(item)
+    return {"count": len(items), "inbox_count": len(items), "groups": list(groups.items())}
+
+
+def inbox_parts(items: list[selectors.Item]) -> str:
+    """The inbox's list and every page's count, as a push replaces them."""
+    context = {**inbox_context(items), "oob": True}
+    return render_to_string("boards/inbox.html#inbox-list", context) + render_to_string(
+        "boards/inbox.html#inbox-count", context
+    )

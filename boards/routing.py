@@ -5,6 +5,7 @@ from . import benchtools, consumers
 
 websocket_urlpatterns = [
     path("ws/boards/<slug:slug>/", consumers.BoardConsumer.as_asgi()),
+    path("ws/inbox/", consumers.InboxConsumer.as_asgi()),
 ]
 
 if settings.KANBAN_BENCH:

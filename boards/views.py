@@ -7,6 +7,7 @@ render and call one service per action.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
@@ -38,7 +39,13 @@ from .models import (
     Status,
     Task,
 )
-from .rendering import DROP_STATUS, board_context, header_context, stale_agents
+from .rendering import (
+    DROP_STATUS,
+    board_context,
+    header_context,
+    inbox_context,
+    stale_agents,
+)
 
 
 class HtmxHttpRequest(HttpRequest):
@@ -50,6 +57,8 @@ def _person(request: HtmxHttpRequest) -> str:
 
 
 BoardView = Callable[..., HttpResponse]
+# A person's action on one task (``TASK_ACTIONS``): what it returns is not used.
+TaskAction = Callable[[HtmxHttpRequest, Board, Role, int], object]
 
 
 def _refusal(request: HtmxHttpRequest, exc: ServiceError) -> HttpResponse:
@@ -88,15 +97,27 @@ def board_access(action: str) -> Callable[[BoardView], BoardView]:
 def board_list(request: HtmxHttpRequest) -> HttpResponse:
     boards = permissions.visible_boards(request.user)
     stats = selectors.board_progress(boards)
+    waiting = Counter(item.board.pk for item in permissions.inbox(request.user))
     rows = [
         {
             "board": b,
             "total": stats.get(b.pk, {}).get("total", 0),
             "done": stats.get(b.pk, {}).get("done", 0),
+            "failed": b.failed_count,
+            "stuck": stats.get(b.pk, {}).get("stuck", 0),
+            "waiting": waiting[b.pk],
         }
         for b in boards
     ]
     return render(request, "boards/board_list.html", {"rows": rows})
+
+
+@require_GET
+@login_required
+def inbox_page(request: HtmxHttpRequest) -> HttpResponse:
+    """Everything that waits for this person, on every board they may act on, grouped by
+    board and live over one socket (SPEC §12)."""
+    return render(request, "boards/inbox.html", inbox_context(permissions.inbox(request.user)))
 
 
 @require_GET
@@ -165,79 +186,115 @@ def _posted_version(value: str | None) -> int | None:
     return version
 
 
-def _run_action(
-    request: HtmxHttpRequest, board: Board, role: Role, number: int, action: str
-) -> None:
-    person = _person(request)
-    post = request.POST
-    if action == "status":
-        status = post.get("status", "")
-        if status in DROP_STATUS:
-            status = DROP_STATUS[status]
-        if status not in Status.values:
-            # Deleting has its own confirmed action; a status post never deletes.
-            raise InvalidInput(f"status: unknown status {status[:40]!r}")
+def _act_status(request: HtmxHttpRequest, board: Board, role: Role, number: int) -> None:
+    status = request.POST.get("status", "")
+    status = DROP_STATUS.get(status, status)
+    if status not in Status.values:
+        # Deleting has its own confirmed action; a status post never deletes.
+        raise InvalidInput(f"status: unknown status {status[:40]!r}")
+    services.task_update(
+        board=board,
+        actor=_person(request),
+        person=True,
+        approver=permissions.may(role, "approve"),
+        task_id=number,
+        status=status,
+    )
+
+
+def _decide(approve: bool) -> TaskAction:
+    def act(request: HtmxHttpRequest, board: Board, role: Role, number: int) -> object:
+        return services.approval_decide(
+            board=board,
+            person=_person(request),
+            task_id=number,
+            approve=approve,
+            note=request.POST.get("note", ""),
+            version=_posted_version(request.POST.get("version")),
+        )
+
+    return act
+
+
+def _act_message(request: HtmxHttpRequest, board: Board, role: Role, number: int) -> None:
+    task = Task.objects.filter(board=board, number=number).first()
+    recipient = request.POST.get("recipient", "") or (task.owner if task else "")
+    services.message_send(
+        board=board,
+        sender=_person(request),
+        recipient=recipient,
+        body=request.POST.get("body", "") or request.POST.get("note", ""),
+        task_id=number,
+    )
+
+
+def _decision(service: Callable[..., Any]) -> TaskAction:
+    """A decision on what needs a person: the service, with the posted note for the agent
+    concerned (SPEC §12) and whether this person may decide approvals."""
+
+    def act(request: HtmxHttpRequest, board: Board, role: Role, number: int) -> None:
+        service(
+            board=board,
+            person=_person(request),
+            task_id=number,
+            note=request.POST.get("note", ""),
+            approver=permissions.may(role, "approve"),
+        )
+
+    return act
+
+
+def _plain(**fields: Callable[[HtmxHttpRequest], Any]) -> TaskAction:
+    """A task_update by a person, each field read from the request."""
+
+    def act(request: HtmxHttpRequest, board: Board, role: Role, number: int) -> None:
+        values = {name: read(request) for name, read in fields.items()}
         services.task_update(
             board=board,
-            actor=person,
+            actor=_person(request),
             person=True,
             approver=permissions.may(role, "approve"),
             task_id=number,
-            status=status,
+            **values,
         )
-    elif action == "reassign":
-        services.task_reassign(
-            board=board, actor=person, person=True, task_id=number, owner=post.get("owner", "")
-        )
-    elif action == "delete":
-        services.task_delete(board=board, actor=person, person=True, task_id=number)
-    elif action in ("approve", "deny"):
-        services.approval_decide(
-            board=board,
-            person=person,
-            task_id=number,
-            approve=action == "approve",
-            note=post.get("note", ""),
-            version=_posted_version(post.get("version")),
-        )
-    elif action == "require-approval":
-        services.approval_require(
-            board=board,
-            person=person,
-            task_id=number,
-            required=post.get("required", "") in ("1", "true", "on"),
-        )
-    elif action == "retry":
-        # A person's retry: back to pending with its attempts counted afresh (lifecycle).
-        services.task_update(
-            board=board, actor=person, person=True, task_id=number, status="pending"
-        )
-    elif action == "priority":
-        services.task_update(
-            board=board, actor=person, person=True, task_id=number, priority=post.get("priority")
-        )
-    elif action == "unblock":
-        # Going on without a blocker (e.g. one that failed) is a person's decision.
-        services.task_update(
-            board=board,
-            actor=person,
-            person=True,
-            approver=permissions.may(role, "approve"),
-            task_id=number,
-            remove_blocked_by=[post.get("blocker", "")],
-        )
-    elif action == "message":
-        task = Task.objects.filter(board=board, number=number).first()
-        recipient = post.get("recipient", "") or (task.owner if task else "")
-        services.message_send(
-            board=board,
-            sender=person,
-            recipient=recipient,
-            body=post.get("body", ""),
-            task_id=number,
-        )
-    else:
-        raise Http404("Unknown action")
+
+    return act
+
+
+# Each task action (``permissions.ACTIONS`` says who may take it) and what it does.
+TASK_ACTIONS: dict[str, TaskAction] = {
+    "status": _act_status,
+    "reassign": lambda request, board, role, number: services.task_reassign(
+        board=board,
+        actor=_person(request),
+        person=True,
+        task_id=number,
+        owner=request.POST.get("owner", ""),
+    ),
+    "delete": lambda request, board, role, number: services.task_delete(
+        board=board, actor=_person(request), person=True, task_id=number
+    ),
+    "approve": _decide(True),
+    "deny": _decide(False),
+    "require-approval": lambda request, board, role, number: services.approval_require(
+        board=board,
+        person=_person(request),
+        task_id=number,
+        required=request.POST.get("required", "") in ("1", "true", "on"),
+    ),
+    # A person's retry or reopen: back to pending with its attempts counted afresh.
+    "retry": _decision(services.reopen),
+    "reopen": _decision(services.reopen),
+    "skip": _decision(services.go_on_without),
+    "cancel-chain": _decision(services.cancel_chain),
+    "release": lambda request, board, role, number: services.release(
+        board=board, person=_person(request), task_id=number, note=request.POST.get("note", "")
+    ),
+    "priority": _plain(priority=lambda request: request.POST.get("priority")),
+    # Going on without a blocker (e.g. one that failed) is a person's decision.
+    "unblock": _plain(remove_blocked_by=lambda request: [request.POST.get("blocker", "")]),
+    "message": _act_message,
+}
 
 
 @require_POST
@@ -245,12 +302,12 @@ def _run_action(
 def task_action(
     request: HtmxHttpRequest, board: Board, role: Role, number: int, action: str
 ) -> HttpResponse:
-    if action not in permissions.ACTIONS or action == "view":
+    if action not in TASK_ACTIONS:
         raise Http404("Unknown action")
     if not permissions.may(role, action):
         return _refusal(request, permissions.refusal(role, action))
     try:
-        _run_action(request, board, role, number, action)
+        TASK_ACTIONS[action](request, board, role, number)
     except ServiceError as exc:
         if (
             request.htmx
@@ -297,7 +354,7 @@ def call_decide(
         return redirect("board", slug=board.slug)
     if request.htmx:
         context = {**header_context(board), "oob": False}
-        return render(request, "boards/board.html#approvals", context)
+        return render(request, "boards/board.html#needs", context)
     return redirect("board", slug=board.slug)
 
 

@@ -517,9 +517,9 @@
 
   function focusFirstApproval() {
     var buttons = Array.prototype.filter.call(
-      document.querySelectorAll("#approvals [data-approval-task] button.primary"), shown);
+      document.querySelectorAll("#needs [data-need] .need-actions button, #needs [data-need] .need-actions .button"), shown);
     if (buttons.length) buttons[0].focus();
-    else announce("Nothing waits for your approval.");
+    else announce("Nothing waits for you.");
   }
 
   function onKey(event) {
@@ -549,18 +549,25 @@
 
   // Registered when this script runs, before htmx (loaded after it) opens the socket,
   // on document because the extension's events bubble up from the #board element.
+  // The board's own socket (#board); the header's inbox count has a socket of its own.
+  function boardSocket(event) { return !!board() && event.target === board(); }
   document.addEventListener("htmx:ws:before:connection", function (event) {
-    if (board()) event.detail.connection.url = socketUrl();
+    if (boardSocket(event)) event.detail.connection.url = socketUrl();
   });
-  document.addEventListener("htmx:ws:after:connection", function () { setLive("live"); });
-  document.addEventListener("htmx:ws:close", function () { setLive("down"); });
-  // A pushed approvals strip replaces its inputs: keep what a person was typing there.
+  document.addEventListener("htmx:ws:after:connection", function (event) {
+    if (boardSocket(event)) setLive("live");
+  });
+  document.addEventListener("htmx:ws:close", function (event) {
+    if (boardSocket(event)) setLive("down");
+  });
+  // A pushed "Needs you" list (the board's strip, the inbox) replaces its inputs: keep
+  // what a person was typing there.
   var typed = null;
   document.addEventListener("htmx:ws:before:message:incoming", function () {
     rememberFocus();
     typed = {};
-    document.querySelectorAll("#approvals [data-approval-task] input[name=note]").forEach(function (input) {
-      var item = input.closest("[data-approval-task]").dataset.approvalTask;
+    document.querySelectorAll(".needs [data-need] input[name=note]").forEach(function (input) {
+      var item = input.closest("[data-need]").dataset.need;
       typed[item] = { value: input.value, focused: input === document.activeElement,
                       start: input.selectionStart, end: input.selectionEnd };
     });
@@ -569,7 +576,7 @@
   function restoreTyped() {
     if (!typed) return;
     Object.keys(typed).forEach(function (item) {
-      var input = document.querySelector('#approvals [data-approval-task="' + item + '"] input[name=note]');
+      var input = document.querySelector('.needs [data-need="' + item + '"] input[name=note]');
       var saved = typed[item];
       if (!input || input.value === saved.value) return;
       input.value = saved.value;
@@ -584,6 +591,7 @@
   document.addEventListener("htmx:ws:after:message:incoming", function (event) {
     restoreTyped();
     restoreFocus();
+    if (!boardSocket(event)) return;
     // A visible-again tab reconnects without before:connection, so keep the URL current.
     event.detail.connection.url = socketUrl();
     syncTabCounts();

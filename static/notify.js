@@ -8,7 +8,7 @@
   var lastSeq = 0;
 
   function waiting() {
-    return document.querySelectorAll("#approvals [data-approval-task], #attention [data-attention-task]").length;
+    return document.querySelectorAll("#needs [data-need]").length;
   }
 
   function updateTitle() {

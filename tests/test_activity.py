@@ -24,7 +24,8 @@ def test_a_task_that_fails_max_attempts_times_raises_needs_attention_once(alice,
     events = list(Event.objects.filter(board=board, kind="needs_attention"))
     assert [(e.task_number, e.data["failures"]) for e in events] == [(1, 2)]
     assert describe("needs_attention", 1, "alice", events[0].data) == (
-        "#1 needs attention: failed or timed out 2 times"
+        "#1 needs you: it failed or timed out 2 times (the board allows 2); "
+        "retry it, reassign it or cancel it"
     )
 
 

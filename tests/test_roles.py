@@ -60,6 +60,10 @@ DOORS = [
     Door("retry", "post", "/boards/team/tasks/3/retry/"),
     Door("priority", "post", "/boards/team/tasks/1/priority/", {"priority": "urgent"}),
     Door("unblock", "post", "/boards/team/tasks/4/unblock/", {"blocker": "3"}),
+    Door("reopen", "post", "/boards/team/tasks/3/reopen/", {"note": "try again"}),
+    Door("skip", "post", "/boards/team/tasks/3/skip/", {"note": "not needed"}),
+    Door("cancel-chain", "post", "/boards/team/tasks/3/cancel-chain/"),
+    Door("release", "post", "/boards/team/tasks/5/release/", {"note": "let another try"}),
     Door("settings", "get", "/boards/team/settings/", ok=200),
     Door("settings", "post", "/boards/team/settings/", {"maxAttempts": "5"}),
     Door("members", "get", "/boards/team/members/", ok=200),
@@ -103,6 +107,8 @@ def scene(board, django_user_model) -> Board:
     make_task(board, "Broken")  # 3: failed, to retry
     make_task(board, "After the broken one", blocked_by=["3"])  # 4: stuck on 3
     services.task_update(board=board, actor="alice", task_id=3, status="failed")
+    make_task(board, "Held work")  # 5: in progress with alice, to release
+    services.task_claim(board=board, agent="alice", task_id=5)
     django_user_model.objects.create_user("sam", password="pw-sam-1234")
     return board
 
@@ -152,6 +158,10 @@ def test_the_role_table_is_what_the_spec_says():
         "retry": "operator",
         "priority": "operator",
         "unblock": "operator",
+        "reopen": "operator",
+        "skip": "operator",
+        "cancel-chain": "operator",
+        "release": "operator",
         "approve": "approver",
         "deny": "approver",
         "require-approval": "approver",

@@ -214,10 +214,10 @@ def test_in_progress_card_shows_active_form_and_owner(person_client, board):
 def test_board_page_lists_approval_requests_with_approve_and_deny(person_client, board):
     awaiting_approval(board, "Drop the old table")
     html = page(person_client.get("/boards/team/"))
-    assert "Needs your approval" in html
+    assert "Needs you" in html
     assert 'data-approval-task="1"' in html
-    assert 'action="/boards/team/tasks/1/approve/"' in html
-    assert 'action="/boards/team/tasks/1/deny/"' in html
+    assert 'formaction="/boards/team/tasks/1/approve/"' in html
+    assert 'formaction="/boards/team/tasks/1/deny/"' in html
 
 
 def test_unknown_board_is_404(person_client):

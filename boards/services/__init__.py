@@ -23,6 +23,7 @@ from .agents import (
 from .approvals import approval_decide, approval_request, approval_require
 from .boards import SETTINGS as BOARD_SETTINGS
 from .boards import board_create, board_reset, board_settings
+from .decisions import cancel_chain, go_on_without, needs_sweep, release, reopen
 from .hooks import (
     Verdict,
     gate_rule_add,
@@ -76,17 +77,22 @@ __all__ = [
     "board_create",
     "board_reset",
     "board_settings",
+    "cancel_chain",
     "delivery_redeliver",
     "gate_rule_add",
     "gate_rule_remove",
     "gate_rules_default",
+    "go_on_without",
     "inbox_read",
     "leases_renew",
     "leases_sweep",
     "member_remove",
     "member_set",
     "message_send",
+    "needs_sweep",
     "owner_name",
+    "release",
+    "reopen",
     "session_event",
     "start_sweeper",
     "start_workers",

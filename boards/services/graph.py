@@ -76,7 +76,8 @@ def add_edges(work: Work, task: Task, blockers: Sequence[Task], dependents: Sequ
     if rows:
         Dependency.objects.bulk_create(rows, ignore_conflicts=True)
         work.new_edges.extend((row.task.pk, row.blocker.pk) for row in rows)
-        work.recheck.update(row.task.pk for row in rows)
+        # Both ends: a dependent's flags, and whether its blocker is now waited on.
+        work.recheck.update(pk for row in rows for pk in (row.task.pk, row.blocker.pk))
         work.touched.update(t.number for t in [*blockers, *dependents])
 
 
@@ -87,6 +88,7 @@ def remove_blockers(work: Work, task: Task, blockers: Sequence[Task]) -> bool:
     count, _ = Dependency.objects.filter(task=task, blocker__in=blockers).delete()
     if count:
         work.recheck.add(task.pk)
+        work.recheck.update(b.pk for b in blockers)
         work.touched.update(t.number for t in blockers)
     return bool(count)
 

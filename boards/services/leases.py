@@ -26,7 +26,7 @@ from .. import events
 from ..errors import Conflict
 from ..models import Board, Status, Task
 from ..selectors import iso
-from . import agents, costs, hooks, lifecycle, outbox
+from . import agents, costs, decisions, hooks, lifecycle, outbox
 from .work import Work, unit_of_work
 
 logger = logging.getLogger(__name__)
@@ -166,6 +166,8 @@ def _run(interval: float) -> None:
         if rounds % AGENT_SWEEP_EVERY == 0:
             # Agents turning silent or gone show within seconds, with no other write.
             _guarded("agent states", agents.agents_sweep)
+        # Failures and assignments whose grace ended come to need a person.
+        _guarded("needs sweep", decisions.needs_sweep)
         # Webhook deliveries whose wake-up was lost or whose worker died go out again.
         _guarded("outbox kick", outbox.kick)
         rounds += 1

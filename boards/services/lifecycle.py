@@ -446,6 +446,8 @@ def settle(
         Attempt.objects.create(task=task, n=task.attempts, agent=task.owner, started_at=work.now)
         if task.owner and task.owner == task.lease_lost_by:
             task.lease_lost_by = ""  # it claimed the work again: its writes count again
+    if task.status != Status.PENDING or not task.owner:
+        task.assigned_at = None  # started, finished or released: no longer "not started"
     if running_now and task.owner:
         if not running_before or owner_changed or task.lease_expires_at is None:
             _lease(work, task, lease_seconds)
@@ -465,9 +467,7 @@ def _end_attempt(work: Work, task: Task, outcome: str) -> None:
         seconds=(work.now - started).total_seconds() if started else None,
     )
     if outcome in FAILED_OUTCOMES:
-        task.failures += 1
-        if task.failures == work.board.max_attempts:
-            work.attention[task.number] = task.failures  # a person decides from here
+        task.failures += 1  # at the board's maxAttempts a person decides (rules.needs_of)
 
 
 def check_lease(work: Work, task: Task) -> None:

@@ -368,6 +368,8 @@ def task_reassign(
         owner = agents.owner_name(work.board, owner)
         if owner == task.owner:
             return Outcome(task.number, work.changes)
+        # Given to another: "assigned, not started" until it claims it (SPEC §12).
+        task.assigned_at = work.now if owner and owner != actor else None
         if task.status == Status.IN_PROGRESS and owner:
             lifecycle.check_lease(work, task)
             lifecycle.check_takeover(work, task, owner)

@@ -20,9 +20,9 @@ from django.db.models import F
 from django.utils import timezone
 
 from .. import events
-from ..activity import status_to
+from ..activity import NEEDS_ATTENTION, status_to
 from ..errors import InvalidInput, NotFound
-from ..models import Board, Event, FlowDay, Task
+from ..models import Board, Event, FlowDay, Reason, Task
 from ..selectors import cycle_through, derive_flags, parse_task_id
 from . import outbox
 
@@ -112,8 +112,6 @@ class Work:
         self.new_edges: list[tuple[int, int]] = []
         # Each task's status before this work changed it: the board's finished counters.
         self.status_before: dict[int, str] = {}
-        # Tasks that have just failed or timed out the board's maxAttempts times.
-        self.attention: dict[int, int] = {}
         # Usage was reported (boards.services.costs): the board's spend changed.
         self.spent = False
         # Something the header shows changed without an event that says so (the roster).
@@ -125,6 +123,8 @@ class Work:
         self.status_before.setdefault(task.pk, task.status)
         self.recheck.add(task.pk)
         self.recheck.update(pk for pk, _ in dependents)
+        # Its blockers: whether anything unfinished still waits on them (SPEC §12).
+        self.recheck.update(task.blocker_links.values_list("blocker_id", flat=True))
         return [number for _, number in dependents]
 
     def record(self, kind: str, number: int | None, **data: Any) -> None:
@@ -154,6 +154,7 @@ class Work:
         task.version += 1
         task.updated_at = self.now
         task.save()
+        self.recheck.add(task.pk)  # what it needs from a person may have changed with it
         self.record(kind, task.number, **data)
         if change == "updated":
             self.change(change, task.number, fields=list(data.get("fields", {})))
@@ -191,25 +192,42 @@ class Work:
                 FlowDay.objects.create(board=self.board, day=day, status=status, count=n)
 
     def _store_flags(self) -> None:
-        """Re-derive blocked / stuck for the rechecked tasks, store the ones that changed,
-        and report blocked flips of tasks the call did not change itself."""
-        groups: dict[tuple[bool, bool], list[int]] = {}
+        """Re-derive blocked, stuck and what needs a person for the rechecked tasks, store
+        the ones that changed, report blocked flips of tasks the call did not change
+        itself, and record each task that comes to need a person (SPEC §12)."""
+        groups: dict[tuple[bool, bool, str], list[int]] = {}
         flipped: dict[bool, list[int]] = {True: [], False: []}
-        for pk, number, was_blocked, blocked, stuck, changed in derive_flags(self.recheck):
-            if not changed:
+        for flags in derive_flags(self.board, self.recheck, self.now):
+            if not flags.changed:
                 continue
-            groups.setdefault((blocked, stuck), []).append(pk)
+            groups.setdefault((flags.blocked, flags.stuck, flags.needs), []).append(flags.pk)
+            number = flags.number
             self.touched.add(number)
-            if was_blocked != blocked and number not in self.restatused:
-                flipped[blocked].append(number)
+            if flags.was_blocked != flags.blocked and number not in self.restatused:
+                flipped[flags.blocked].append(number)
+            # A request for approval says so itself (approval_requested).
+            if flags.needs not in ("", flags.was_needs, Reason.APPROVAL):
+                self.record(
+                    NEEDS_ATTENTION,
+                    number,
+                    reason=flags.needs,
+                    failures=flags.failures,
+                    maxAttempts=self.board.max_attempts,
+                )
         for number in sorted(set(flipped[False]) - self.deleted):
             self.record("unblocked", number)
             self.change("auto_unblock", number)
         for number in sorted(set(flipped[True]) - self.created):
             self.record("blocked", number)
             self.change("auto_block", number)
-        for (blocked, stuck), pks in groups.items():
-            Task.objects.filter(pk__in=pks).update(blocked=blocked, stuck=stuck)
+        for (blocked, stuck, needs), pks in groups.items():
+            rows = Task.objects.filter(pk__in=pks)
+            rows.update(blocked=blocked, stuck=stuck)
+            if needs:
+                # Since when: kept while the reason stays, set when it begins.
+                rows.exclude(needs=needs).update(needs=needs, needs_since=self.now)
+            else:
+                rows.exclude(needs="").update(needs="", needs_since=None)
 
     def task(
         self, ident: str | int, refs: Mapping[str, int] | None = None, *, field: str = "taskId"
@@ -236,8 +254,6 @@ class Work:
             self._store_flags()
         if self.status_before:
             self._count_finished()
-        for number, failures in sorted(self.attention.items()):
-            self.record("needs_attention", number, failures=failures)
         Event.objects.bulk_create(self.events)
         self._count_flow()
         outbox.record(self.board, self.events)

@@ -28,7 +28,7 @@ BLOCKING = ("serious", "critical")
 
 def open_card_awaiting_approval(page: Page, tasks: Populated) -> None:
     """The card whose approval is asked for, opened (its panel has Approve and Deny)."""
-    expect(page.locator(f'#approvals [data-approval-task="{tasks.gated}"]')).to_be_visible()
+    expect(page.locator(f'#needs [data-approval-task="{tasks.gated}"]')).to_be_visible()
     card(page, tasks.gated).locator(".card-link").click()
     expect(page.locator(f'#detail [data-detail-task="{tasks.gated}"]')).to_be_visible()
 

@@ -85,10 +85,10 @@ def test_keyboard_only_moves_a_card_to_in_progress_and_approves_a_request(
 
     # A goes to the first request waiting for approval; Enter approves it.
     page.keyboard.press("a")
-    approve = page.locator(f'#approvals [data-approval-task="{gated}"] button.primary')
+    approve = page.locator(f'#needs [data-approval-task="{gated}"] button.primary')
     expect(approve).to_be_focused()
     page.keyboard.press("Enter")
-    expect(page.locator("#approvals [data-approval-task]")).to_have_count(0)
+    expect(page.locator("#needs [data-approval-task]")).to_have_count(0)
     assert alice.get(gated)["approval"]["state"] == "approved"
     # The answer shows beside the board and takes the focus (the strip's item is gone).
     expect(page.locator(f'#detail [data-detail-task="{gated}"] h2')).to_be_focused()

@@ -55,10 +55,10 @@ def test_on_a_phone_every_column_is_a_tab_and_a_card_opens_and_is_approved(
     page = pages.open(screen=PHONE)
 
     # The strips stay on top, above the tabs.
-    approvals = page.locator("#approvals")
+    approvals = page.locator("#needs")
     expect(approvals.locator(f'[data-approval-task="{tasks.gated}"]')).to_be_visible()
-    expect(page.locator("#attention")).to_be_visible()
-    strip, tabs = boxes(page, "#approvals")[0], boxes(page, ".column-tabs")[0]
+    expect(page.locator("#needs")).to_be_visible()
+    strip, tabs = boxes(page, "#needs")[0], boxes(page, ".column-tabs")[0]
     assert strip["y"] + strip["height"] <= tabs["y"], (strip, tabs)
 
     # Four tabs, each with its column's count; one column shown at a time.
@@ -147,7 +147,7 @@ def test_from_360_to_1024_px_nothing_overlaps_and_the_strips_stay_on_top(
     for i, a in enumerate(columns):
         for b in columns[i + 1 :]:
             assert not overlap(a, b), (a, b)
-    assert_uncovered(page, "#approvals .approval a, #approvals button")
+    assert_uncovered(page, "#needs .need a, #needs button")
     assert_uncovered(page, ".board-header a, .board-header button, .board-header select")
     assert_uncovered(page, ".columns .card-link")
     # The reset confirmation opens inside the screen too.

@@ -212,7 +212,7 @@ def roster_row(page: Page, agent: str = AGENT) -> Locator:
 
 
 def held_calls(page: Page) -> Locator:
-    return page.locator("#approvals li[data-call]")
+    return page.locator("#needs li[data-call]")
 
 
 def hooks_sent(run: ClaudeRun) -> list[str]:

@@ -79,7 +79,7 @@ def test_the_tab_title_counts_what_waits_for_a_person_live(pages: BoardPages):
     expect(page).to_have_title(f"(1) {name} · Agent Kanban")
     claim_gated(agent, second)
     expect(page).to_have_title(f"(2) {name} · Agent Kanban")
-    page.locator(f'#approvals [data-approval-task="{first}"] button.primary').click()
+    page.locator(f'#needs [data-approval-task="{first}"] button.primary').click()
     expect(page).to_have_title(f"(1) {name} · Agent Kanban")
 
 
@@ -91,7 +91,7 @@ def test_a_hidden_tab_gets_a_desktop_notification_that_opens_the_task(pages: Boa
 
     visible = create_gated(agent, "Seen while looking")
     claim_gated(agent, visible)
-    expect(page.locator(f'#approvals [data-approval-task="{visible}"]')).to_be_visible()
+    expect(page.locator(f'#needs [data-approval-task="{visible}"]')).to_be_visible()
     assert page.evaluate("window.__notes.length") == 0  # the person is looking
 
     page.evaluate("window.__hidden = true")

@@ -29,12 +29,12 @@ CLAIM_REASON = "claimed; waiting for approval before starting"
 
 
 def approval_item(page: Page, task_id: str) -> Locator:
-    return page.locator(f'#approvals [data-approval-task="{task_id}"]')
+    return page.locator(f'#needs [data-approval-task="{task_id}"]')
 
 
 def expect_no_approvals(page: Page) -> None:
-    expect(page.locator("#approvals [data-approval-task]")).to_have_count(0)
-    expect(page.locator("#approvals")).to_have_class(re.compile(r"\bapprovals--empty\b"))
+    expect(page.locator("#needs [data-approval-task]")).to_have_count(0)
+    expect(page.locator("#needs")).to_have_class(re.compile(r"\bneeds--empty\b"))
 
 
 def create_gated(agent: Agent, subject: str) -> str:
@@ -126,7 +126,7 @@ def test_an_agents_approval_request_appears_live_in_the_strip(
     claim_gated(alice, "1")
     item = approval_item(page, "1")
     expect(item).to_have_count(1)
-    expect(page.locator("#approvals h2")).to_have_text("Needs your approval")
+    expect(page.locator("#needs h2")).to_contain_text("Needs you")
     expect(item.locator("a")).to_have_text("#1 Deploy to production")
     expect(item.locator("strong")).to_have_text("alice")
     expect(item).to_contain_text(f"“{CLAIM_REASON}”")
@@ -139,7 +139,7 @@ def test_an_agents_approval_request_appears_live_in_the_strip(
     # Any agent may also ask about any task, with its own reason.
     assert bob.create("Drop the legacy table") == "2"
     bob.ok("TaskRequestApproval", {"taskId": "2", "reason": "About to drop 3 GB of rows"})
-    expect(page.locator("#approvals [data-approval-task]")).to_have_count(2)
+    expect(page.locator("#needs [data-approval-task]")).to_have_count(2)
     expect(approval_item(page, "2").locator("strong")).to_have_text("bob")
     expect(approval_item(page, "2")).to_contain_text("“About to drop 3 GB of rows”")
     expect(card(page, "2").locator(".tag--approval")).to_have_text("awaiting approval")
@@ -192,7 +192,7 @@ def test_deny_with_a_note_cancels_the_task_and_tells_the_agent(
     create_gated(bob, "Rotate the API keys")  # 2
     claim_gated(alice, "1")
     claim_gated(bob, "2")
-    expect(page.locator("#approvals [data-approval-task]")).to_have_count(2)
+    expect(page.locator("#needs [data-approval-task]")).to_have_count(2)
 
     watch = Watch(bob, "2", timeout_seconds=30)
     note = "Not during the launch; wait until Monday"
@@ -290,7 +290,7 @@ def test_a_decision_in_one_page_clears_the_strip_in_the_other(
     claim_gated(alice, "1")
     claim_gated(bob, "2")
     for page in (page_a, page_b):
-        expect(page.locator("#approvals [data-approval-task]")).to_have_count(2)
+        expect(page.locator("#needs [data-approval-task]")).to_have_count(2)
 
     approval_item(page_a, "1").get_by_role("button", name="Approve").click()
     for page in (page_a, page_b):

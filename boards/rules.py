@@ -1,0 +1,167 @@
+"""The board's rules, each written once: as a query (``TaskQuerySet``) and, beside it,
+its Python twin for a task already in hand.
+
+"Ready", "in which column" and "what needs a person" (SPEC §12) are decided here
+and nowhere else: claim-next, the list filters, the columns, the "Needs you"
+strip, the inbox and the graph read the query; the unit of work stores the
+flags the twins derive.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+from django.db import models
+from django.db.models import Q
+
+from .states import DEAD_ENDS, TERMINAL_STATUSES, UNFINISHED, ApprovalState, Reason, Status
+
+COLUMNS = ("pending", "in_progress", "blocked", "completed")
+
+
+class _TaskLike(Protocol):
+    status: str
+    owner: str
+    failures: int
+    approval_state: str
+    completed_at: datetime | None
+    assigned_at: datetime | None
+
+
+class TaskQuerySet(models.QuerySet):
+    def unfinished(self) -> TaskQuerySet:
+        return self.filter(status__in=UNFINISHED)
+
+    def finished(self) -> TaskQuerySet:
+        return self.filter(status__in=TERMINAL_STATUSES)
+
+    def ready(self, max_attempts: int) -> TaskQuerySet:
+        """Claimable now (twin: ``is_ready``)."""
+        return self.filter(status=Status.PENDING, blocked=False, failures__lt=max_attempts).exclude(
+            approval_state=ApprovalState.REQUESTED
+        )
+
+    def in_column(self, key: str) -> TaskQuerySet:
+        """The cards of one board column (twin: ``column_of``)."""
+        if key == "pending":
+            return self.filter(status=Status.PENDING, blocked=False)
+        if key == "blocked":
+            return self.filter(status=Status.PENDING, blocked=True)
+        if key == "in_progress":
+            return self.filter(status=Status.IN_PROGRESS)
+        return self.finished()
+
+    def needing_person(self) -> TaskQuerySet:
+        """Tasks a person must decide on (twin: ``needs_of``, stored by the unit of work
+        and the sweeper in ``needs``)."""
+        return self.exclude(needs="")
+
+    def may_come_to_need_a_person(self) -> TaskQuerySet:
+        """Tasks a reason can come to by time alone, when their board's grace ends: a
+        failure that dependents wait on, an assignment not started (the sweeper
+        re-derives these when it is due; ``needs_of`` decides)."""
+        failed = Q(status=Status.FAILED, dependent_links__task__status__in=UNFINISHED)
+        assigned = Q(status=Status.PENDING, blocked=False, assigned_at__isnull=False)
+        return self.filter(needs="").filter(failed | assigned).distinct()
+
+    def view(self, name: str, max_attempts: int) -> TaskQuerySet:
+        """TaskList's ``view`` filter (twin: ``in_view``)."""
+        if name == "all":
+            return self
+        if name == "open":
+            return self.unfinished()
+        if name == "ready":
+            return self.ready(max_attempts)
+        if name == "blocked":
+            return self.filter(blocked=True, status__in=UNFINISHED)
+        if name == "stuck":
+            return self.filter(stuck=True, status__in=UNFINISHED)
+        if name == "in_progress":
+            return self.filter(status=Status.IN_PROGRESS)
+        if name == "needs_person":
+            return self.needing_person()
+        return self.finished()  # "done"
+
+
+VIEWS = ("all", "open", "ready", "blocked", "stuck", "in_progress", "done", "needs_person")
+
+
+def column_of(status: str, blocked: bool) -> str:
+    if status == Status.PENDING:
+        return "blocked" if blocked else "pending"
+    if status == Status.IN_PROGRESS:
+        return "in_progress"
+    return "completed"
+
+
+def is_ready(task: _TaskLike, blocked: bool, max_attempts: int) -> bool:
+    return (
+        task.status == Status.PENDING
+        and not blocked
+        and task.approval_state != ApprovalState.REQUESTED
+        and task.failures < max_attempts
+    )
+
+
+def in_view(name: str, task: Any, *, blocked: bool, stuck: bool, max_attempts: int) -> bool:
+    unfinished = task.status in UNFINISHED
+    return {
+        "all": True,
+        "open": unfinished,
+        "ready": is_ready(task, blocked, max_attempts),
+        "blocked": blocked and unfinished,
+        "stuck": stuck and unfinished,
+        "in_progress": task.status == Status.IN_PROGRESS,
+        "needs_person": bool(getattr(task, "needs", "")),
+        "done": task.status in TERMINAL_STATUSES,
+    }[name]
+
+
+def gives_up(
+    status: str,
+    failures: int,
+    completed_at: datetime | None,
+    *,
+    max_attempts: int,
+    grace: timedelta,
+    now: datetime,
+) -> bool:
+    """A blocker that ended like this will not complete by itself: its dependents are
+    stuck. A first failure may still be retried by an agent for ``grace``."""
+    if status not in DEAD_ENDS:
+        return False
+    if status == Status.CANCELLED or failures >= max_attempts:
+        return True
+    return completed_at is None or completed_at <= now - grace
+
+
+def needs_of(
+    task: _TaskLike,
+    *,
+    blocked: bool,
+    waiting: bool,
+    max_attempts: int,
+    grace: timedelta,
+    now: datetime,
+) -> str:
+    """Why the task waits for a person (a ``Reason``), or "" (SPEC §12).
+
+    ``waiting``: some unfinished task waits on it. Reasons that come true with time
+    (the grace) are stored by the sweeper, the others by the write that makes them.
+    """
+    status = task.status
+    if status in UNFINISHED and task.approval_state == ApprovalState.REQUESTED:
+        return Reason.APPROVAL
+    if task.failures >= max_attempts and status in (Status.PENDING, Status.FAILED):
+        return Reason.FAILED  # its attempts are used up
+    if status == Status.FAILED and waiting:
+        ended = task.completed_at
+        if ended is None or ended <= now - grace:
+            return Reason.FAILED
+    if status == Status.CANCELLED and waiting:
+        return Reason.STRANDED
+    assigned = task.assigned_at
+    if status == Status.PENDING and task.owner and assigned and not blocked:
+        return Reason.NOT_STARTED if assigned <= now - grace else ""
+    return ""

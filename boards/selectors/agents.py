@@ -1,0 +1,73 @@
+"""The agents of a board as a person sees them: the roster."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import (
+    Count,
+    OuterRef,
+    Subquery,
+)
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from .. import clients
+from ..models import (
+    Agent,
+    AgentState,
+    Board,
+    Status,
+    Task,
+    agent_state,
+)
+
+
+def roster(board: Board) -> list[dict[str, Any]]:
+    """Every agent seen on the board: what it owns, its state (``models.agent_state``:
+    working, idle, silent, gone) and its latest client session, if any (two queries)."""
+    now = timezone.now()
+    sessions = clients.live_sessions(board)
+
+    def owned(*statuses: str) -> Coalesce:
+        counted = (
+            Task.objects.filter(board=board, owner=OuterRef("name"), status__in=statuses)
+            .order_by()
+            .values("owner")
+            .annotate(n=Count("pk"))
+            .values("n")
+        )
+        return Coalesce(Subquery(counted), 0)
+
+    agents = (
+        Agent.objects.filter(board=board)
+        .order_by("name")
+        .annotate(
+            open_count=owned(Status.PENDING, Status.IN_PROGRESS),
+            in_progress_count=owned(Status.IN_PROGRESS),
+        )
+    )
+    rows = []
+    for agent in agents:
+        session = sessions.get(agent.name)
+        state = agent_state(
+            last_seen=agent.last_seen,
+            holding=agent.in_progress_count,
+            session_state=session.state if session else None,
+            silent_after=board.silent_after_seconds,
+            now=now,
+        )
+        rows.append(
+            {
+                "name": agent.name,
+                "last_seen": agent.last_seen,
+                "owned": agent.open_count,
+                "in_progress": agent.in_progress_count,
+                "state": state,
+                # Holding work while silent or gone: its cards say so.
+                "stale": bool(agent.in_progress_count)
+                and state in (AgentState.SILENT, AgentState.GONE),
+                "session": session,
+            }
+        )
+    return rows

@@ -1,0 +1,163 @@
+"""The event log read back: a task's history, approvals, the activity feed, notifications, webhooks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from django.db.models import (
+    Count,
+    Q,
+    QuerySet,
+)
+
+from ..activity import DEFAULT_NOTIFY, describe, signal_of
+from ..models import (
+    Agent,
+    Board,
+    Event,
+    Membership,
+    Subscription,
+    Webhook,
+)
+from .present import iso
+
+APPROVAL_EVENTS = ("approval_requested", "approved", "denied", "approval_cleared")
+
+
+def approval_history(board: Board, number: int) -> list[dict[str, Any]]:
+    """Every request and decision on the task, oldest first: who, when, which version, why."""
+    events = _task_events(board, number).filter(kind__in=APPROVAL_EVENTS).order_by("seq")
+    return [
+        {
+            "event": e.kind,
+            "by": e.actor,
+            "at": iso(e.created_at),
+            "version": e.data.get("version"),
+            "reason": e.data.get("reason"),
+            "note": e.data.get("note"),
+        }
+        for e in events
+    ]
+
+
+def _task_events(board: Board, number: int) -> QuerySet[Event]:
+    """The task's events since the board was last reset (numbers restart after a reset)."""
+    last_reset = (
+        Event.objects.filter(board=board, kind="reset")
+        .order_by("-seq")
+        .values_list("seq", flat=True)
+        .first()
+        or 0
+    )
+    return Event.objects.filter(board=board, task_number=number, seq__gt=last_reset)
+
+
+def task_history(board: Board, number: int, *, limit: int = 200) -> list[Event]:
+    """The task's latest events, newest first."""
+    return list(_task_events(board, number).order_by("-seq")[:limit])
+
+
+ACTIVITY_PAGE = 50
+
+
+ACTIVITY_MAX = 500
+
+
+def activity_page(
+    board: Board,
+    *,
+    actor: str = "",
+    kind: str = "",
+    task: int | None = None,
+    before: int | None = None,
+    after: int | None = None,
+    limit: int = ACTIVITY_PAGE,
+) -> list[Event]:
+    """Events of the board, newest first (``after``: oldest first, the ones after that seq).
+
+    Each filter has its index (board, actor|kind|task_number, seq): a page costs the
+    same however long the log is.
+    """
+    if "\x00" in actor or "\x00" in kind:
+        # No actor or kind holds NUL (services refuse it), and PostgreSQL cannot compare it.
+        return []
+    events = Event.objects.filter(board=board)
+    if actor:
+        events = events.filter(actor=actor)
+    if kind:
+        events = events.filter(kind=kind)
+    if task is not None:
+        events = events.filter(task_number=task)
+    if after is not None:
+        rows = list(events.filter(seq__gt=after).order_by("seq")[:limit])
+    else:
+        if before is not None:
+            events = events.filter(seq__lt=before)
+        rows = list(events.order_by("-seq")[:limit])
+    for event in rows:
+        event.sentence = describe(event.kind, event.task_number, event.actor, event.data)  # type: ignore[attr-defined]
+    return rows
+
+
+def event_json(event: Event) -> dict[str, Any]:
+    """An event as the events API answers it."""
+    return {
+        "seq": event.seq,
+        "kind": event.kind,
+        "signal": signal_of(event.kind, event.data),
+        "taskId": str(event.task_number) if event.task_number is not None else None,
+        "actor": event.actor,
+        "at": iso(event.created_at),
+        "text": describe(event.kind, event.task_number, event.actor, event.data),
+        "data": event.data,
+    }
+
+
+# Kinds offered as the feed's filter: the ones people ask about.
+ACTIVITY_KINDS = (
+    "created",
+    "claimed",
+    "status",
+    "updated",
+    "approval_requested",
+    "approved",
+    "denied",
+    "reclaimed",
+    "needs_attention",
+    "reassigned",
+    "blocked",
+    "unblocked",
+    "deleted",
+    "message",
+    "member",
+    "settings",
+    "webhook",
+)
+
+
+def activity_actors(board: Board) -> list[str]:
+    """Who can be picked in the feed's filter: the board's agents and people."""
+    agents = Agent.objects.filter(board=board).values_list("name", flat=True)
+    people = Membership.objects.filter(board=board).values_list("user__username", flat=True)
+    return sorted(set(agents) | set(people))
+
+
+def notify_kinds(board: Board, user: Any) -> list[str]:
+    """The signals that notify this person on this board (their choice, or the defaults)."""
+    kinds = (
+        Subscription.objects.filter(board=board, user=user).values_list("kinds", flat=True).first()
+    )
+    return list(DEFAULT_NOTIFY) if kinds is None else list(kinds)
+
+
+def webhooks_with_deliveries(board: Board, recent: int = 10) -> Sequence[Webhook]:
+    """The board's endpoints, each with its most recent deliveries (``recent_deliveries``)."""
+    hooks = list(
+        Webhook.objects.filter(board=board)
+        .annotate(pending_count=Count("deliveries", filter=Q(deliveries__status="pending")))
+        .order_by("id")
+    )
+    for hook in hooks:  # at most WEBHOOKS_PER_BOARD endpoints: one short read each
+        hook.recent_deliveries = list(hook.deliveries.order_by("-id")[:recent])  # type: ignore[attr-defined]
+    return hooks

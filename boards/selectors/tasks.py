@@ -1,0 +1,549 @@
+"""Tasks as the board and the tool API read them: views with their relations, pages, columns, counts."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db.models import (
+    Count,
+    ExpressionWrapper,
+    F,
+    IntegerField,
+    Q,
+    QuerySet,
+)
+
+from ..activity import needs_sentence
+from ..errors import InvalidInput, NotFound
+from ..models import (
+    TERMINAL_STATUSES,
+    ApprovalState,
+    Board,
+    Dependency,
+    Message,
+    Status,
+    Task,
+)
+from ..numbers import id_number, spelled
+from ..rules import column_of, gives_up, in_view, is_ready, needs_of
+from ..states import DEAD_ENDS, UNFINISHED
+
+COLUMNS = ("pending", "in_progress", "blocked", "completed")
+
+
+COUNT_KEYS = (
+    "pending",
+    "in_progress",
+    "blocked",
+    "completed",
+    "failed",
+    "cancelled",
+    "ready",
+    "stuck",
+)
+
+
+def parse_task_id(value: str | int, *, field: str = "taskId") -> int:
+    """``"3"``, ``"#3"`` or ``3`` → 3; anything else is unknown (digits of another script
+    are refused, naming ``field``: ``numbers``)."""
+    number = id_number(value, field=field)
+    if number is None:
+        raise NotFound(f"Task #{str(value)[:40]} not found", code="task_not_found")
+    return number
+
+
+def board_get(slug: str) -> Board:
+    board = Board.objects.filter(slug=slug).first()
+    if board is None:
+        raise NotFound(f"Board {slug[:64]!r} not found", code="board_not_found")
+    return board
+
+
+@dataclass
+class TaskView:
+    """A task with its relations resolved to public numbers."""
+
+    task: Task
+    blocked_by: list[int]
+    open_blockers: list[int]
+    blocks: list[int]
+    children: list[int] = field(default_factory=list)
+    depth: int | None = None
+    # Blockers that failed or were cancelled: this task cannot start until a person acts.
+    stuck_on: list[int] = field(default_factory=list)
+    # The status each blocker in ``stuck_on`` ended with ("failed" / "cancelled").
+    dead_ends: dict[int, str] = field(default_factory=dict)
+    max_attempts: int = 3
+
+    @property
+    def number(self) -> int:
+        return self.task.number
+
+    @property
+    def stuck(self) -> bool:
+        # Stored by the unit of work (``rules.gives_up``): a first failure's dependents are
+        # not stuck while an agent may still retry it (the board's failureGraceSeconds).
+        return self.task.status not in TERMINAL_STATUSES and self.task.stuck
+
+    @property
+    def needs_attention(self) -> str | None:
+        """Why a person must look (its stored reason, SPEC §12, in words), or None."""
+        if not self.task.needs:
+            return None
+        return needs_sentence(self.task.needs, self.task.failures, self.max_attempts)
+
+    @property
+    def blocked(self) -> bool:
+        return self.task.status not in TERMINAL_STATUSES and bool(self.open_blockers)
+
+    @property
+    def column(self) -> str:
+        return column_of(self.task.status, self.blocked)
+
+    @property
+    def sort_key(self) -> int:
+        """Where the card stands in its column: open columns by number; Completed the most
+        recently finished first (the page sorts cards by this, pushed ones too)."""
+        if self.column == "completed" and self.task.completed_at is not None:
+            return -int(self.task.completed_at.timestamp() * 1000)
+        return self.task.number
+
+    @property
+    def ready(self) -> bool:
+        return is_ready(self.task, self.blocked, self.max_attempts)
+
+
+def view_parent_number(task: Task) -> int | None:
+    # Annotated (task_views) or loaded (select_related, the snapshot): no query here.
+    if task.parent_id is None:
+        return None
+    annotated = getattr(task, "parent_number", None)
+    if annotated is not None:
+        return int(annotated)
+    return task.parent.number if task.parent is not None else None
+
+
+@dataclass
+class BoardSnapshot:
+    """Every task of a board with its relations, read in two queries."""
+
+    board: Board
+    views: dict[int, TaskView]
+
+    def ordered(self) -> list[TaskView]:
+        return [self.views[n] for n in sorted(self.views)]
+
+    def counts(self) -> dict[str, int]:
+        counts = dict.fromkeys(COUNT_KEYS, 0)
+        for view in self.views.values():
+            status = view.task.status
+            if status == Status.PENDING:
+                counts["blocked" if view.blocked else "pending"] += 1
+            else:
+                counts[status] += 1
+            if view.ready:
+                counts["ready"] += 1
+            if view.stuck:
+                counts["stuck"] += 1
+        return counts
+
+
+def board_snapshot(board: Board) -> BoardSnapshot:
+    tasks = list(Task.objects.filter(board=board).order_by("number"))
+    by_pk = {task.pk: task for task in tasks}
+    edges = Dependency.objects.filter(board=board).values_list("task_id", "blocker_id")
+    blocked_by: dict[int, list[int]] = {}
+    blocks: dict[int, list[int]] = {}
+    for task_pk, blocker_pk in edges:
+        blocked_by.setdefault(task_pk, []).append(blocker_pk)
+        blocks.setdefault(blocker_pk, []).append(task_pk)
+    children: dict[int, list[int]] = {}
+    for task in tasks:
+        if task.parent_id:
+            parent = by_pk.get(task.parent_id)
+            # Attach the parent object so task_to_dict reads its number without a query.
+            task.parent = parent  # type: ignore[assignment]
+            children.setdefault(task.parent_id, []).append(task.number)
+    views: dict[int, TaskView] = {}
+    for task in tasks:
+        blockers = [by_pk[pk] for pk in blocked_by.get(task.pk, ()) if pk in by_pk]
+        views[task.number] = TaskView(
+            task=task,
+            blocked_by=sorted(b.number for b in blockers),
+            open_blockers=sorted(b.number for b in blockers if b.status != Status.COMPLETED),
+            blocks=sorted(by_pk[pk].number for pk in blocks.get(task.pk, ()) if pk in by_pk),
+            children=sorted(children.get(task.pk, ())),
+            stuck_on=sorted(b.number for b in blockers if b.status in DEAD_ENDS),
+            dead_ends={b.number: b.status for b in blockers if b.status in DEAD_ENDS},
+            max_attempts=board.max_attempts,
+        )
+    return BoardSnapshot(board=board, views=views)
+
+
+def task_views(
+    board: Board, numbers: Iterable[int], *, with_children: bool = True
+) -> dict[int, TaskView]:
+    """Views of a few tasks (the ones a write touched), in two or three queries."""
+    numbers = set(numbers)
+    if not numbers:
+        return {}
+    # The parent's number, not the parent: a whole second task per row costs as much again.
+    rows = Task.objects.filter(board=board, number__in=numbers).order_by()
+    tasks = list(rows.annotate(parent_number=F("parent__number")))
+    pks = [task.pk for task in tasks]
+    edges = list(
+        Dependency.objects.filter(Q(task_id__in=pks) | Q(blocker_id__in=pks)).values_list(
+            "task_id", "task__number", "blocker_id", "blocker__number", "blocker__status"
+        )
+    )
+    child_rows = (
+        Task.objects.filter(parent_id__in=pks).values_list("parent_id", "number")
+        if with_children
+        else ()
+    )
+    children: dict[int, list[int]] = {}
+    for parent_pk, number in child_rows:
+        children.setdefault(parent_pk, []).append(number)
+    # Grouped once: a page of a column is hundreds of tasks and as many edges.
+    blockers_of: dict[int, list[tuple[int, str]]] = {}
+    blocks_of: dict[int, list[int]] = {}
+    for task_pk, task_number, blocker_pk, blocker_number, blocker_status in edges:
+        blockers_of.setdefault(task_pk, []).append((blocker_number, blocker_status))
+        blocks_of.setdefault(blocker_pk, []).append(task_number)
+    views = {}
+    for task in tasks:
+        blockers = blockers_of.get(task.pk, [])
+        views[task.number] = TaskView(
+            task=task,
+            blocked_by=sorted(bn for bn, _ in blockers),
+            open_blockers=sorted(bn for bn, bs in blockers if bs != Status.COMPLETED),
+            blocks=sorted(blocks_of.get(task.pk, [])),
+            children=sorted(children.get(task.pk, ())),
+            stuck_on=sorted(bn for bn, bs in blockers if bs in DEAD_ENDS),
+            dead_ends={bn: bs for bn, bs in blockers if bs in DEAD_ENDS},
+            max_attempts=board.max_attempts,
+        )
+    return views
+
+
+def task_view(board: Board, number: int) -> TaskView:
+    view = task_views(board, [number]).get(number)
+    if view is None:
+        raise NotFound(f"Task #{number} not found", code="task_not_found")
+    return view
+
+
+@dataclass(frozen=True)
+class Flags:
+    """A task's stored flags as its relations say now (``derive_flags``)."""
+
+    pk: int
+    number: int
+    was_blocked: bool
+    blocked: bool
+    stuck: bool
+    was_needs: str
+    needs: str
+    changed: bool
+    failures: int
+
+
+def derive_flags(board: Board, pks: Iterable[int], now: datetime) -> list[Flags]:
+    """Blocked, stuck and what needs a person (``rules``), as the task's blockers and
+    dependents say now, for the given tasks, in three queries; a task that no longer
+    exists is left out. Ordered by number."""
+    pks = set(pks)
+    tasks = list(Task.objects.filter(pk__in=pks).order_by("number"))
+    grace = timedelta(seconds=board.failure_grace_seconds)
+    max_attempts = board.max_attempts
+    blockers: dict[int, list[tuple[str, int, datetime | None]]] = {}
+    for task_pk, *blocker in (
+        Dependency.objects.filter(task_id__in=pks)
+        .order_by()
+        .values_list("task_id", "blocker__status", "blocker__failures", "blocker__completed_at")
+    ):
+        blockers.setdefault(task_pk, []).append(tuple(blocker))  # type: ignore[arg-type]
+    waited_on = set(
+        Dependency.objects.filter(blocker_id__in=pks, task__status__in=UNFINISHED)
+        .order_by()
+        .values_list("blocker_id", flat=True)
+    )
+    derived = []
+    for task in tasks:
+        finished = task.status in TERMINAL_STATUSES
+        statuses = blockers.get(task.pk, ())
+        blocked = not finished and any(s != Status.COMPLETED for s, _, _ in statuses)
+        stuck = not finished and any(
+            gives_up(s, f, at, max_attempts=max_attempts, grace=grace, now=now)
+            for s, f, at in statuses
+        )
+        needs = needs_of(
+            task,
+            blocked=blocked,
+            waiting=task.pk in waited_on,
+            max_attempts=max_attempts,
+            grace=grace,
+            now=now,
+        )
+        changed = (blocked, stuck, needs) != (task.blocked, task.stuck, task.needs)
+        derived.append(
+            Flags(
+                task.pk,
+                task.number,
+                task.blocked,
+                blocked,
+                stuck,
+                task.needs,
+                needs,
+                changed,
+                task.failures,
+            )
+        )
+    return derived
+
+
+def task_list(
+    board: Board,
+    *,
+    view: str = "all",
+    status: str | None = None,
+    owner: str | None = None,
+    blocked: bool | None = None,
+    parent_id: int | None = None,
+    tree: bool = False,
+) -> tuple[list[TaskView], BoardSnapshot]:
+    snapshot = board_snapshot(board)
+    selected = [
+        v
+        for v in snapshot.ordered()
+        if in_view(view, v.task, blocked=v.blocked, stuck=v.stuck, max_attempts=board.max_attempts)
+        and (status is None or v.task.status == status)
+        and (owner is None or v.task.owner == owner)
+        and (blocked is None or v.blocked == blocked)
+        and (parent_id is None or view_parent_number(v.task) == parent_id)
+    ]
+    if tree:
+        selected = tree_order(selected)
+    return selected, snapshot
+
+
+LIST_LIMIT_DEFAULT = 100
+
+
+def encode_cursor(number: int) -> str:
+    return base64.urlsafe_b64encode(f"after:{number}".encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> int:
+    """The number a cursor continues after; an unreadable cursor is the caller's mistake."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        kind, _, number = raw.partition(":")
+        after = spelled(number)
+        if kind != "after" or after is None:
+            raise ValueError(raw)
+        return after
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidInput(
+            "cursor: not a cursor this server gave out; start again without one",
+            details=[{"field": "cursor"}],
+        ) from exc
+
+
+# The task number as an expression: the same order, but no index can provide it.
+_UNINDEXED_NUMBER = ExpressionWrapper(F("number") + 0, output_field=IntegerField())
+
+
+@dataclass
+class TaskPage:
+    views: list[TaskView]
+    total: int
+    next_cursor: str | None
+
+
+def task_page(
+    board: Board,
+    *,
+    view: str = "all",
+    status: str | None = None,
+    owner: str | None = None,
+    blocked: bool | None = None,
+    parent_id: int | None = None,
+    tree: bool = False,
+    limit: int = LIST_LIMIT_DEFAULT,
+    cursor: str | None = None,
+) -> TaskPage:
+    """One page of the board's tasks in number order, filtered in SQL.
+
+    The cost is the page's, not the board's: the filters use the stored status,
+    blocked and stuck columns, and the page continues after the cursor's number,
+    so tasks created while an agent pages arrive on a later page, never twice.
+    """
+    rows = Task.objects.filter(board=board).view(view, board.max_attempts).order_by()
+    if status is not None:
+        rows = rows.filter(status=status)
+    if owner is not None:
+        rows = rows.filter(owner=owner)
+    if blocked is not None:
+        rows = (
+            rows.filter(blocked=blocked)
+            if blocked
+            else rows.filter(Q(blocked=False) | Q(status__in=TERMINAL_STATUSES))
+        )
+    if parent_id is not None:
+        rows = rows.filter(parent__number=parent_id, parent__board=board)
+    total = rows.count()
+    after = decode_cursor(cursor) if cursor else 0
+    # Number order, but by which index: one status (a view of one status, or status=) is
+    # served in order by (board, status, number). Other filters that keep few tasks (the
+    # open views, an owner, a parent) must find them by their own index and sort the few:
+    # ordered by the bare column, SQLite's planner walks (board, number) through the whole
+    # history instead. All tasks, or all finished ones, are walked in number order.
+    one_status = status is not None or view in ("in_progress", "ready")
+    selective = view in ("open", "blocked", "stuck") or owner is not None or parent_id is not None
+    order: Any = "number" if one_status or not selective else _UNINDEXED_NUMBER
+    numbers = list(
+        rows.filter(number__gt=after).order_by(order).values_list("number", flat=True)[: limit + 1]
+    )
+    more = len(numbers) > limit
+    numbers = numbers[:limit]
+    found = task_views(board, numbers, with_children=False)
+    views = [found[n] for n in numbers if n in found]
+    if tree:
+        views = tree_order(views)
+    next_cursor = encode_cursor(numbers[-1]) if more and numbers else None
+    return TaskPage(views, total, next_cursor)
+
+
+# How many cards a column shows at first (and per "show more"): Completed shows the most
+# recently finished, the open columns the lowest numbers.
+COLUMN_PAGE = {"pending": 200, "in_progress": 200, "blocked": 200, "completed": 50}
+
+
+def _column_rows(board: Board, key: str) -> QuerySet[Task]:
+    rows = Task.objects.filter(board=board).in_column(key)
+    if key == "completed":
+        return rows.order_by("-completed_at", "-number")
+    return rows.order_by("number")
+
+
+def column_page(
+    board: Board, key: str, cursor: str | None = None
+) -> tuple[list[TaskView], str | None]:
+    """A column's next cards after ``cursor`` (the last card shown), and the cursor for more."""
+    if key not in COLUMN_PAGE:
+        raise NotFound(f"No column {key[:20]!r}", code="column_not_found")
+    limit = COLUMN_PAGE[key]
+    rows = _column_rows(board, key)
+    if cursor:
+        after = decode_cursor(cursor)
+        last = Task.objects.filter(board=board, number=after).first()
+        if key == "completed" and last is not None and last.completed_at is not None:
+            rows = rows.filter(
+                Q(completed_at__lt=last.completed_at)
+                | Q(completed_at=last.completed_at, number__lt=after)
+            )
+        elif key != "completed":
+            rows = rows.filter(number__gt=after)
+        else:
+            rows = rows.none()
+    numbers = list(rows.values_list("number", flat=True)[: limit + 1])
+    more = len(numbers) > limit
+    numbers = numbers[:limit]
+    found = task_views(board, numbers, with_children=False)
+    views = [found[n] for n in numbers if n in found]
+    return views, (encode_cursor(numbers[-1]) if more and numbers else None)
+
+
+def tree_order(views: list[TaskView]) -> list[TaskView]:
+    """Depth-first by parent, each view's ``depth`` set; roots are those whose parent is not listed."""
+    present = {v.number: v for v in views}
+    kids: dict[int, list[TaskView]] = {}
+    roots = []
+    for v in views:
+        parent = view_parent_number(v.task)
+        if parent is not None and parent in present:
+            kids.setdefault(parent, []).append(v)
+        else:
+            roots.append(v)
+    ordered: list[TaskView] = []
+    stack = [(root, 0) for root in reversed(roots)]
+    while stack:
+        v, depth = stack.pop()
+        v.depth = depth
+        ordered.append(v)
+        stack.extend((child, depth + 1) for child in reversed(kids.get(v.number, [])))
+    return ordered
+
+
+def unread_count(board: Board, agent: str) -> int:
+    return Message.objects.filter(board=board, recipient=agent, read_at__isnull=True).count()
+
+
+def board_counts(board: Board) -> dict[str, int]:
+    """The counts of TaskList and the header, whatever the board's history: open tasks
+    grouped from their stored flags, finished ones from the board's counters."""
+    counts = dict.fromkeys(COUNT_KEYS, 0)
+    rows = (
+        Task.objects.filter(board=board)
+        .unfinished()
+        .order_by()
+        .values_list("status", "blocked", "stuck")
+        .annotate(n=Count("pk"))
+    )
+    for status, blocked, stuck, n in rows:
+        if status == Status.PENDING:
+            counts["blocked" if blocked else "pending"] += n
+        else:
+            counts[status] += n
+        if stuck:
+            counts["stuck"] += n
+    finished = Board.objects.filter(pk=board.pk).values_list(
+        "completed_count", "failed_count", "cancelled_count"
+    )
+    counts["completed"], counts["failed"], counts["cancelled"] = finished.get()
+    counts["ready"] = Task.objects.filter(board=board).ready(board.max_attempts).order_by().count()
+    return counts
+
+
+def approval_requests(board: Board) -> list[Task]:
+    """Tasks waiting for a person's decision, oldest request first."""
+    return list(
+        Task.objects.filter(board=board, approval_state=ApprovalState.REQUESTED)
+        .exclude(status__in=TERMINAL_STATUSES)
+        .order_by("approval_requested_at", "number")
+    )
+
+
+def board_progress(boards: Iterable[Board]) -> dict[int, dict[str, int]]:
+    """Tasks in all, completed and stuck, per board: open tasks grouped, finished ones
+    counted."""
+    boards = list(boards)
+    open_counts: dict[int, int] = {}
+    stuck_counts: dict[int, int] = {}
+    rows = (
+        Task.objects.filter(board__in=boards)
+        .unfinished()
+        .order_by()
+        .values_list("board", "stuck")
+        .annotate(n=Count("id"))
+    )
+    for board_id, stuck, n in rows:
+        open_counts[board_id] = open_counts.get(board_id, 0) + n
+        if stuck:
+            stuck_counts[board_id] = n
+    return {
+        b.pk: {
+            "total": open_counts.get(b.pk, 0)
+            + b.completed_count
+            + b.failed_count
+            + b.cancelled_count,
+            "done": b.completed_count,
+            "stuck": stuck_counts.get(b.pk, 0),
+        }
+        for b in boards
+    }

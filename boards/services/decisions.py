@@ -1,0 +1,166 @@
+"""A person's decisions on what needs them (SPEC §12), each with an optional note that
+reaches the agent concerned (its inbox, ``unread`` on its next call; the decision is a
+write on the task, so a TaskWatch on it returns).
+
+Retry, reopen and release are the plain status and owner changes; "go on without
+it" and "cancel the chain" act on the task's dependents as well, in one unit of work.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+
+from django.utils import timezone
+
+from ..errors import Conflict
+from ..models import Board, Message, Status, Task
+from . import lifecycle
+from .tasks import _update
+from .work import Outcome, Work, text, unit_of_work
+
+logger = logging.getLogger(__name__)
+
+SWEEPER_ACTOR = "system"
+NOTE_MAX = 2000
+# A chain cancelled at once stops here (the rest stays for another decision).
+CHAIN_MAX = 500
+
+
+def _tell(work: Work, task: Task, recipient: str, what: str, note: str) -> None:
+    """The agent concerned hears of the decision, with the person's note."""
+    if not recipient or recipient == work.actor:
+        return
+    body = f"#{task.number} “{task.subject}”: {what} by {work.actor}" + (
+        f": {note}" if note else "."
+    )
+    Message.objects.create(
+        board=work.board, recipient=recipient, sender=work.actor, task_number=task.number, body=body
+    )
+
+
+def _waiting_on(task: Task) -> list[Task]:
+    """The unfinished tasks that wait on ``task``, by number (locked by the unit of work)."""
+    return list(Task.objects.filter(blocker_links__blocker=task).unfinished().order_by("number"))
+
+
+def go_on_without(
+    *, board: Board, person: str, task_id: str | int, note: str = "", approver: bool = True
+) -> Outcome:
+    """Take ``task`` out of its unfinished dependents' blockers: they go on without it."""
+    note = text("note", note or "", NOTE_MAX)
+    with unit_of_work(board, person, person=True, approver=approver) as work:
+        task = work.task(task_id)
+        dependents = _waiting_on(task)
+        if not dependents:
+            raise Conflict(
+                f"Nothing waits on #{task.number}: there is nothing to go on with",
+                code="nothing_waits",
+            )
+        for dependent in dependents:
+            _update(work, dependent, {"remove_blocked_by": [task.number]})
+        numbers = ", ".join(f"#{d.number}" for d in dependents)
+        _tell(work, task, task.owner, f"{numbers} go on without it", note)
+        for dependent in dependents:
+            _tell(work, dependent, dependent.owner, f"goes on without #{task.number}", note)
+    return Outcome(task.number, work.changes)
+
+
+def cancel_chain(
+    *, board: Board, person: str, task_id: str | int, note: str = "", approver: bool = True
+) -> Outcome:
+    """Cancel ``task`` (when unfinished) and every unfinished task that waits on it,
+    directly or through others."""
+    note = text("note", note or "", NOTE_MAX)
+    with unit_of_work(board, person, person=True, approver=approver) as work:
+        task = work.task(task_id)
+        chain: list[Task] = [task] if task.status not in (Status.COMPLETED,) else []
+        seen = {task.pk}
+        level = [task]
+        while level and len(seen) < CHAIN_MAX:
+            found = Task.objects.filter(blocker_links__blocker__in=level).unfinished()
+            level = [t for t in found.order_by("number") if t.pk not in seen]
+            seen.update(t.pk for t in level)
+            chain += level
+        cancelled = []
+        for member in chain:
+            if member.status in (Status.PENDING, Status.IN_PROGRESS):
+                lifecycle.check_status(work, member, Status.CANCELLED)
+                owner = member.owner
+                _update(work, member, {"status": Status.CANCELLED})
+                cancelled.append(member)
+                _tell(work, member, owner, "cancelled", note)
+        if not cancelled:
+            raise Conflict(
+                f"#{task.number} and what waits on it are already finished", code="terminal"
+            )
+    return Outcome(task.number, work.changes)
+
+
+def reopen(
+    *, board: Board, person: str, task_id: str | int, note: str = "", approver: bool = True
+) -> Outcome:
+    """Back to pending (a retry, or a reopen of cancelled or denied work): its attempts
+    counted afresh, its last owner told."""
+    note = text("note", note or "", NOTE_MAX)
+    with unit_of_work(board, person, person=True, approver=approver) as work:
+        task = work.task(task_id)
+        owner = task.owner
+        _update(work, task, {"status": Status.PENDING})
+        _tell(work, task, owner, "set back to pending", note)
+    return Outcome(task.number, work.changes)
+
+
+def release(*, board: Board, person: str, task_id: str | int, note: str = "") -> Outcome:
+    """Free the task for any agent: unowned and, if it was in progress, pending again
+    (its owner's attempt ends; its next write gets ``lease_lost``)."""
+    note = text("note", note or "", NOTE_MAX)
+    with unit_of_work(board, person, person=True) as work:
+        task = work.task(task_id)
+        lifecycle.check_reassign(work, task)
+        owner = task.owner
+        if not owner:
+            raise Conflict(f"#{task.number} has no owner to release it from", code="not_owned")
+        fields: dict[str, str] = {"owner": ""}
+        if task.status == Status.IN_PROGRESS:
+            fields["status"] = Status.PENDING
+            task.lease_lost_by = owner
+        _update(work, task, fields, kind="reassigned")
+        _tell(work, task, owner, "released to any agent", note)
+    return Outcome(task.number, work.changes)
+
+
+def needs_sweep(*, now: datetime | None = None) -> int:
+    """Record what comes to need a person by time alone (SPEC §12): a failure nobody
+    retried within its board's ``failureGraceSeconds`` (its dependents turn stuck with
+    it), an assignment not started within it. Each is a write on its board (an event,
+    pushed), so every page shows it within a sweep. A board that fails is logged and
+    skipped. Returns how many tasks were rechecked."""
+    now = now or timezone.now()
+    rows = Task.objects.may_come_to_need_a_person().values_list(
+        "board_id", "pk", "status", "completed_at", "assigned_at", "board__failure_grace_seconds"
+    )
+    due: dict[int, set[int]] = {}
+    for board_id, pk, status, completed_at, assigned_at, grace in rows.order_by()[:2000]:
+        since = completed_at if status == Status.FAILED else assigned_at
+        if since is None or since <= now - timedelta(seconds=grace):
+            due.setdefault(board_id, set()).add(pk)
+    rechecked = 0
+    for board_id, pks in due.items():
+        try:
+            rechecked += _recheck(Board.objects.get(pk=board_id), pks)
+        except Exception:
+            logger.exception("needs sweep of board %s failed", board_id)
+    return rechecked
+
+
+def _recheck(board: Board, pks: set[int]) -> int:
+    with unit_of_work(board, SWEEPER_ACTOR, person=True) as work:
+        work.recheck.update(pks)
+        # A failure past its grace leaves its dependents stuck: theirs change too.
+        work.recheck.update(
+            Task.objects.filter(blocker_links__blocker_id__in=pks)
+            .unfinished()
+            .values_list("pk", flat=True)
+        )
+    return len(pks)
