@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from .. import clients
 from ..models import (
+    UNFINISHED,
     Agent,
     AgentState,
     Board,
@@ -43,7 +44,7 @@ def roster(board: Board) -> list[dict[str, Any]]:
         Agent.objects.filter(board=board)
         .order_by("name")
         .annotate(
-            open_count=owned(Status.PENDING, Status.IN_PROGRESS),
+            open_count=owned(*UNFINISHED),
             in_progress_count=owned(Status.IN_PROGRESS),
         )
     )

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from django.utils import timezone
 
 from ..errors import Conflict
-from ..models import Board, Message, Status, Task
+from ..models import UNFINISHED, Board, Message, Status, Task
 from . import lifecycle
 from .tasks import _update
 from .work import Outcome, Work, text, unit_of_work
@@ -84,7 +84,7 @@ def cancel_chain(
             chain += level
         cancelled = []
         for member in chain:
-            if member.status in (Status.PENDING, Status.IN_PROGRESS):
+            if member.status in UNFINISHED:
                 lifecycle.check_status(work, member, Status.CANCELLED)
                 owner = member.owner
                 _update(work, member, {"status": Status.CANCELLED})
@@ -148,14 +148,15 @@ def needs_sweep(*, now: datetime | None = None) -> int:
     rechecked = 0
     for board_id, pks in due.items():
         try:
-            rechecked += _recheck(Board.objects.get(pk=board_id), pks)
+            rechecked += _recheck(Board.objects.get(pk=board_id), pks, now)
         except Exception:
             logger.exception("needs sweep of board %s failed", board_id)
     return rechecked
 
 
-def _recheck(board: Board, pks: set[int]) -> int:
+def _recheck(board: Board, pks: set[int], now: datetime) -> int:
     with unit_of_work(board, SWEEPER_ACTOR, person=True) as work:
+        work.now = now  # the moment the graces were measured at
         work.recheck.update(pks)
         # A failure past its grace leaves its dependents stuck: theirs change too.
         work.recheck.update(

@@ -8,7 +8,7 @@ from typing import Any
 from django.db.models import Case, F, When
 
 from ..errors import Conflict, InvalidInput
-from ..models import PRIORITY_BY_NAME, ApprovalState, Board, Message, Priority, Status, Task
+from ..models import PRIORITY_BY_NAME, Board, Message, Priority, Status, Task
 from ..selectors import task_to_dict, task_view
 from . import agents, costs, graph, lifecycle
 from .work import (
@@ -345,9 +345,9 @@ def task_claim_next(*, board: Board, agent: str, lease_seconds: int | None = Non
     """
     with unit_of_work(board, agent) as work:
         candidates = (
-            Task.objects.filter(board=work.board, status=Status.PENDING, blocked=False)
-            .exclude(approval_state=ApprovalState.REQUESTED)
-            .filter(owner__in=["", agent], failures__lt=work.board.max_attempts)
+            Task.objects.filter(board=work.board)
+            .ready(work.board.max_attempts)
+            .filter(owner__in=["", agent])
             # work assigned to this agent first, then the most urgent, then the oldest
             .order_by(Case(When(owner=agent, then=0), default=1), "priority", "number")
         )

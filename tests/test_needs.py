@@ -1,0 +1,292 @@
+"""What needs a person (SPEC §12): one definition, stored by the write that makes it or by
+the sweeper when a grace ends; the board's strip, ``/inbox/``, ``GET /api/inbox`` and the
+decisions that answer each item, with the note reaching the agent concerned."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from channels.db import database_sync_to_async
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from boards import permissions, services
+from boards.models import Event, Membership, Message, Role, Task
+from tests.factories import make_task
+
+
+def needs(board, number: int) -> str:
+    return Task.objects.get(board=board, number=number).needs
+
+
+def inbox(client: Client) -> dict:
+    response = client.get("/api/inbox")
+    assert response.status_code == 200, response.content[:300]
+    return response.json()
+
+
+def fail(agent, task_id: str) -> None:
+    assert agent.call("TaskClaim", {"taskId": task_id}).status == 200
+    assert agent.call("TaskUpdate", {"taskId": task_id, "status": "failed"}).status == 200
+
+
+def later(board, seconds: float = 0) -> timezone.datetime:
+    """A moment past the board's failure grace (and ``seconds`` more)."""
+    return timezone.now() + timedelta(seconds=board.failure_grace_seconds + 1 + seconds)
+
+
+# -- failed: a grace for the agent, then a person ----------------------------------------
+
+
+def test_a_first_failure_may_be_retried_within_the_grace_then_needs_a_person(
+    alice, board, person_client
+):
+    alice.create("Build")  # 1
+    alice.create("Ship", blockedBy=["1"])  # 2
+    fail(alice, "1")
+
+    # Within the grace: the dependent waits, not stuck, and nothing asks a person yet.
+    ship = alice.call("TaskGet", {"taskId": "2"}).body["task"]
+    assert (ship["blocked"], ship["stuck"]) == (True, False)
+    assert needs(board, 1) == ""
+    assert inbox(person_client)["count"] == 0
+    card = person_client.get("/boards/team/").content.decode()
+    assert "may be retried" in card
+
+    # The grace ends with no other write: the sweeper records it.
+    assert services.needs_sweep(now=later(board)) == 1
+    assert needs(board, 1) == "failed"
+    assert alice.call("TaskGet", {"taskId": "2"}).body["task"]["stuck"] is True
+    event = Event.objects.filter(board=board, kind="needs_attention").get()
+    assert (event.task_number, event.data["reason"]) == (1, "failed")
+    [item] = inbox(person_client)["items"]
+    assert (item["reason"], item["taskId"], item["board"]) == ("failed", "1", "team")
+    assert item["recommended"]["action"] == "retry"
+    assert item["recommended"]["url"] == "/boards/team/tasks/1/retry/"
+    assert [a["action"] for a in item["actions"]][:2] == ["skip", "cancel-chain"]
+    # A second sweep finds nothing new: no event twice.
+    assert services.needs_sweep(now=later(board, 5)) == 0
+    assert Event.objects.filter(board=board, kind="needs_attention").count() == 1
+
+
+def test_an_agent_that_retries_within_the_grace_never_reaches_a_person(alice, board):
+    alice.create("Build")
+    alice.create("Ship", blockedBy=["1"])
+    fail(alice, "1")
+    assert alice.call("TaskUpdate", {"taskId": "1", "status": "pending"}).status == 200
+    assert services.needs_sweep(now=later(board)) == 0
+    assert needs(board, 1) == ""
+    assert not Event.objects.filter(kind="needs_attention").exists()
+
+
+def test_a_failure_nothing_waits_on_asks_nobody_until_its_attempts_are_used_up(alice, board):
+    services.board_settings(board=board, actor="pat", maxAttempts=2)
+    alice.create("Leaf")
+    fail(alice, "1")
+    assert services.needs_sweep(now=later(board)) == 0 and needs(board, 1) == ""
+    assert alice.call("TaskUpdate", {"taskId": "1", "status": "pending"}).status == 200
+    fail(alice, "1")
+    assert needs(board, 1) == "failed"  # at once: the agent may not retry it any more
+
+
+def test_go_on_without_it_lets_an_agent_claim_the_dependent_and_tells_the_agents(
+    alice, bob, board, person_client
+):
+    alice.create("Build")  # 1
+    alice.create("Ship", blockedBy=["1"])  # 2
+    fail(alice, "1")
+    services.needs_sweep(now=later(board))
+    assert bob.call("TaskClaim", {}).body.get("task") is None  # nothing ready
+
+    done = person_client.post("/boards/team/tasks/1/skip/", {"note": "ship without it"})
+    assert done.status_code in (200, 302)
+    assert needs(board, 1) == ""  # nothing waits on it any more
+    claimed = bob.call("TaskClaim", {}).body["task"]
+    assert (claimed["id"], claimed["status"]) == ("2", "in_progress")
+    told = Message.objects.get(board=board, recipient="alice")
+    assert "#2 go on without it" in told.body and "ship without it" in told.body
+    assert inbox(person_client)["count"] == 0
+
+
+def test_go_on_without_a_task_nothing_waits_on_is_refused_and_changes_nothing(
+    alice, board, person_client
+):
+    alice.create("Alone")
+    before = board.tasks.values_list("version", flat=True).get()
+    refused = person_client.post("/boards/team/tasks/1/skip/", HTTP_HX_REQUEST="true")
+    assert refused.status_code == 409
+    assert "Nothing waits on #1" in refused.content.decode()
+    assert board.tasks.values_list("version", flat=True).get() == before
+
+
+def test_cancel_the_chain_cancels_every_unfinished_task_downstream(alice, board, person_client):
+    alice.create("Build")  # 1
+    alice.create("Ship", blockedBy=["1"])  # 2
+    alice.create("Announce", blockedBy=["2"])  # 3
+    alice.create("Unrelated")  # 4
+    fail(alice, "1")
+    services.needs_sweep(now=later(board))
+
+    person_client.post("/boards/team/tasks/1/cancel-chain/", {"note": "plan changed"})
+    statuses = dict(board.tasks.values_list("number", "status"))
+    assert statuses == {1: "failed", 2: "cancelled", 3: "cancelled", 4: "pending"}
+    assert inbox(person_client)["count"] == 0  # nothing is left waiting on anything
+
+
+# -- stranded, approval ------------------------------------------------------------------
+
+
+def test_a_denial_that_strands_dependents_needs_a_person_at_once(alice, board, person_client):
+    make_task(board, "Migrate", requires_approval=True)  # 1
+    alice.create("Deploy", blockedBy=["1"])  # 2
+    assert alice.call("TaskClaim", {"taskId": "1"}).status == 202  # awaiting approval
+    assert inbox(person_client)["items"][0]["reason"] == "approval"
+
+    person_client.post("/boards/team/tasks/1/deny/", {"note": "not in prod"})
+    [item] = inbox(person_client)["items"]
+    assert (item["reason"], item["taskId"]) == ("stranded", "1")
+    assert item["recommended"]["action"] == "skip"
+    assert "reopen" in [a["action"] for a in item["actions"]]
+
+    person_client.post("/boards/team/tasks/1/reopen/", {"note": "try staging first"})
+    assert board.tasks.get(number=1).status == "pending"
+    assert inbox(person_client)["count"] == 0
+
+
+def test_a_note_typed_before_approve_reaches_the_agent(alice, board, person_client):
+    make_task(board, "Run the production migration", requires_approval=True)
+    assert alice.call("TaskClaim", {"taskId": "1"}).status == 202
+    html = person_client.get("/boards/team/").content.decode()
+    strip = html[html.index('id="needs"') : html.index("</section>", html.index('id="needs"'))]
+    # One form: the note box goes with Approve as with Deny.
+    assert strip.count("<form") == 1 and 'name="note"' in strip
+    version = board.tasks.get(number=1).version
+    person_client.post(
+        "/boards/team/tasks/1/approve/", {"note": "go ahead, watch the locks", "version": version}
+    )
+    unread = alice.call("InboxRead", {}).body
+    assert any("go ahead, watch the locks" in m["body"] for m in unread["messages"])
+
+
+# -- not started -------------------------------------------------------------------------
+
+
+def test_work_assigned_and_not_started_within_the_grace_needs_a_person(
+    alice, bob, board, person_client
+):
+    alice.create("Review")
+    person_client.post("/boards/team/tasks/1/reassign/", {"owner": "bob"})
+    assert services.needs_sweep() == 0 and needs(board, 1) == ""
+    assert services.needs_sweep(now=later(board)) == 1
+    [item] = inbox(person_client)["items"]
+    assert (item["reason"], item["agent"]) == ("not_started", "bob")
+    assert item["recommended"]["method"] == "GET"  # choosing the new owner is on the panel
+
+    # bob starts it: no longer "not started".
+    assert bob.call("TaskClaim", {}).body["task"]["id"] == "1"
+    assert needs(board, 1) == "" and inbox(person_client)["count"] == 0
+
+
+def test_release_frees_in_progress_work_and_its_old_owner_loses_the_lease(
+    alice, board, person_client
+):
+    alice.create("Stalled")
+    assert alice.call("TaskClaim", {"taskId": "1"}).status == 200
+    person_client.post("/boards/team/tasks/1/release/", {"note": "another agent will do it"})
+    task = board.tasks.get(number=1)
+    assert (task.status, task.owner) == ("pending", "")
+    refused = alice.call("TaskUpdate", {"taskId": "1", "notes": "still here"})
+    assert refused.status == 409 and refused.body["error"]["code"] == "lease_lost"
+    assert "another agent will do it" in Message.objects.get(recipient="alice").body
+
+
+# -- the inbox: every board, by role -----------------------------------------------------
+
+
+def test_the_inbox_lists_every_board_by_role_and_only_the_actions_the_role_allows(
+    alice, agent_factory, board, other_board, person, django_user_model
+):
+    Membership.objects.create(board=other_board, user=person, role=Role.OPERATOR)
+    carol = agent_factory("carol", on=other_board)
+    make_task(board, "Gated here", requires_approval=True)
+    make_task(other_board, "Gated there", requires_approval=True)
+    carol.create("Build there")  # 2 on other
+    carol.create("Ship there", blockedBy=["2"])
+    assert alice.call("TaskClaim", {"taskId": "1"}).status == 202
+    assert carol.call("TaskClaim", {"taskId": "1"}).status == 202
+    fail(carol, "2")
+    services.needs_sweep(now=later(other_board))
+
+    client = Client()
+    client.force_login(person)
+    items = inbox(client)["items"]
+    # An operator on "other" does not decide approvals there: only the failure shows.
+    assert [(i["board"], i["reason"]) for i in items] == [("team", "approval"), ("other", "failed")]
+    failed = items[1]
+    assert failed["recommended"]["action"] == "retry"
+
+    viewer = django_user_model.objects.create_user("vic", password="pw-vic-12345")
+    Membership.objects.create(board=board, user=viewer, role=Role.VIEWER)
+    client.force_login(viewer)
+    assert inbox(client) == {"count": 0, "items": []}
+    assert Client().get("/api/inbox").status_code == 401
+
+    page = Client()
+    page.force_login(person)
+    html = page.get("/inbox/").content.decode()
+    assert 'id="board-team"' in html and 'id="board-other"' in html
+    assert "Gated here" in html and "Gated there" not in html
+    assert 'hx-ws:connect="/ws/inbox/"' in html
+    assert 'id="inbox-count"' in html
+    listing = page.get("/boards/").content.decode()
+    assert "1 waiting for you" in listing
+
+
+def test_the_inbox_costs_the_same_queries_whatever_the_boards_hold(alice, board, person):
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            items = permissions.inbox(person)
+        assert items
+        return len(captured.captured_queries)
+
+    make_task(board, "Gated", requires_approval=True)
+    alice.call("TaskClaim", {"taskId": "1"})
+    few = queries()
+    for n in range(30):
+        make_task(board, f"Gated {n}", requires_approval=True)
+        alice.call("TaskClaim", {"taskId": str(n + 2)})
+    assert queries() == few
+
+
+# -- live: one socket for all of a person's boards ---------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_the_inbox_socket_shows_a_request_from_another_board_as_it_is_made(
+    open_socket, person, other_board
+):
+    await database_sync_to_async(Membership.objects.create)(
+        board=other_board, user=person, role=Role.APPROVER
+    )
+    socket = open_socket("/ws/inbox/")
+    connected, _ = await socket.connect()
+    assert connected
+    first = await socket.receive_from(timeout=5)
+    assert 'id="inbox"' in first and "Nothing waits for you" in first
+
+    def ask() -> None:
+        make_task(other_board, "Rotate the keys", requires_approval=True)
+        services.task_claim(board=other_board, agent="dana", task_id=1)
+
+    await database_sync_to_async(ask)()
+    pushed = await socket.receive_from(timeout=5)
+    assert "Rotate the keys" in pushed and 'id="inbox-count"' in pushed
+    assert 'data-approval-task="1"' in pushed
+
+    counter = open_socket("/ws/inbox/?count=1")
+    assert (await counter.connect())[0]
+    count = await counter.receive_from(timeout=5)
+    assert count.startswith('<span id="inbox-count"') and ">1<" in count
