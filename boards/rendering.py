@@ -85,6 +85,7 @@ def header_context(board: Board) -> dict[str, Any]:
             for key, title in COLUMN_TITLES.items()
         ],
         "needs": selectors.needs_you([board]),
+        "sent": selectors.sent_messages(board),
         "roster": roster,
         "doing": clients.doing_by_agent(sessions),
         "oob": True,
@@ -96,6 +97,7 @@ def header_parts(context: dict[str, Any]) -> dict[str, str]:
     parts: dict[str, str] = {
         "board-summary": render_to_string("boards/board.html#summary", context),
         "needs": render_to_string("boards/board.html#needs", context),
+        "sent-messages": render_to_string("boards/board.html#sent-messages", context),
         "roster": render_to_string("boards/roster.html", context),
     }
     for col in context["columns"]:

@@ -53,7 +53,8 @@ def test_a_waiting_request_stays_on_the_board_when_the_agent_tries_to_finish(ali
     for body in ({"status": "completed"}, {"status": "deleted"}):
         refused = alice.call("TaskUpdate", {"taskId": "1", **body})
         assert (refused.status, refused.error["code"]) == (409, "awaiting_approval")
-    assert [t.number for t in selectors.approval_requests(board)] == [1]
+    waiting = [(i.task_id, i.reason) for i in selectors.needs_you([board])]
+    assert waiting == [(1, "approval")]
     claim = bob.call("TaskClaim", {"taskId": "2"})
     assert (claim.status, claim.error["code"]) == (409, "blocked")
 

@@ -290,3 +290,22 @@ async def test_the_inbox_socket_shows_a_request_from_another_board_as_it_is_made
     assert (await counter.connect())[0]
     count = await counter.receive_from(timeout=5)
     assert count.startswith('<span id="inbox-count"') and ">1<" in count
+
+
+# -- messages: sent, then read -----------------------------------------------------------
+
+
+def test_the_message_box_lists_sent_messages_unread_until_the_agent_reads_them(
+    alice, board, person_client
+):
+    alice.create("Anything")  # alice is on the roster
+    person_client.post("/boards/team/messages/", {"recipient": "alice", "body": "use staging"})
+
+    def sent() -> str:
+        html = person_client.get("/boards/team/").content.decode()
+        start = html.index('id="sent-messages"')
+        return html[start : html.index("</div>", start)]
+
+    assert "use staging" in sent() and "sent--unread" in sent()
+    assert alice.call("InboxRead", {"ack": True}).status == 200
+    assert "sent--read" in sent() and "sent--unread" not in sent()

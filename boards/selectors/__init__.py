@@ -12,6 +12,7 @@ from __future__ import annotations
 from ..states import DEAD_ENDS, TERMINAL_STATUSES
 from .agents import (
     roster,
+    sent_messages,
 )
 from .graph import (
     GRAPH_MAX_NODES,
@@ -54,7 +55,6 @@ from .tasks import (
     Flags,
     TaskPage,
     TaskView,
-    approval_requests,
     board_counts,
     board_get,
     board_progress,
@@ -97,7 +97,6 @@ __all__ = [
     "activity_actors",
     "activity_page",
     "approval_history",
-    "approval_requests",
     "approval_to_dict",
     "attempts",
     "board_counts",
@@ -118,6 +117,7 @@ __all__ = [
     "parse_task_id",
     "readiness",
     "roster",
+    "sent_messages",
     "task_history",
     "task_list",
     "task_page",

@@ -18,6 +18,7 @@ from ..models import (
     Agent,
     AgentState,
     Board,
+    Message,
     Status,
     Task,
     agent_state,
@@ -72,3 +73,11 @@ def roster(board: Board) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+SENT_SHOWN = 10
+
+
+def sent_messages(board: Board, limit: int = SENT_SHOWN) -> list[Message]:
+    """People's latest messages to agents, newest first, each read or not yet."""
+    return list(Message.objects.filter(board=board).order_by("-created_at", "-id")[:limit])

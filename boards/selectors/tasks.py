@@ -21,7 +21,6 @@ from ..activity import needs_sentence
 from ..errors import InvalidInput, NotFound
 from ..models import (
     TERMINAL_STATUSES,
-    ApprovalState,
     Board,
     Dependency,
     Message,
@@ -508,15 +507,6 @@ def board_counts(board: Board) -> dict[str, int]:
     counts["completed"], counts["failed"], counts["cancelled"] = finished.get()
     counts["ready"] = Task.objects.filter(board=board).ready(board.max_attempts).order_by().count()
     return counts
-
-
-def approval_requests(board: Board) -> list[Task]:
-    """Tasks waiting for a person's decision, oldest request first."""
-    return list(
-        Task.objects.filter(board=board, approval_state=ApprovalState.REQUESTED)
-        .exclude(status__in=TERMINAL_STATUSES)
-        .order_by("approval_requested_at", "number")
-    )
 
 
 def board_progress(boards: Iterable[Board]) -> dict[int, dict[str, int]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
+from .. import events
 from ..models import Board, Message
 from . import agents
 from .work import NAME_MAX, shown, text, unit_of_work
@@ -37,4 +38,6 @@ def inbox_read(*, board: Board, agent: str, ack: bool = False) -> list[Message]:
         )
         if ack and messages:
             Message.objects.filter(pk__in=[m.pk for m in messages]).update(read_at=timezone.now())
+            # The people who sent them see them read (the board's message box).
+            events.publish(board, [], [], header=True)
     return messages
