@@ -504,7 +504,7 @@ def decode_cursor(cursor: str) -> int:
     except (ValueError, UnicodeDecodeError) as exc:
         raise InvalidInput(
             "cursor: not a cursor this server gave out; start again without one",
-            details=[{"field": "cursor"}],
+            field="cursor",
         ) from exc
 
 
@@ -1070,7 +1070,7 @@ def graph(board: Board, scope: str = "open", around: int | None = None) -> dict[
     elif scope == "open":
         tasks = tasks.filter(status__in=(Status.PENDING, Status.IN_PROGRESS))
     elif scope != "all":
-        raise InvalidInput("scope: open, all or task", details=[{"field": "scope"}])
+        raise InvalidInput("scope: open, all or task", field="scope")
     rows = list(
         tasks.values_list(
             "pk",
