@@ -584,10 +584,6 @@ def _components(model: type[BaseModel], components: dict[str, Any]) -> dict[str,
     return schema
 
 
-# The error shape (errors.ErrorBody) as JSON Schema, its models under ``$defs``.
-ERROR_SCHEMA = ErrorBody.model_json_schema()
-
-
 def openapi_document(tools: Iterable[Tool]) -> dict[str, Any]:
     """OpenAPI 3.1 description of the tool endpoint, generated from the tools' models."""
     components: dict[str, Any] = {}
