@@ -1,5 +1,6 @@
 """The tools' answers as pydantic models: the one source of their output schemas (MCP
-``outputSchema``, the HTTP tool listing's ``output_schema``).
+``outputSchema``, the HTTP tool listing's ``output_schema``); each canonical tool names
+its own in its ``@tool`` declaration (``boards.canonical``).
 
 The answers themselves are built as plain dicts by ``boards.canonical``; the tests
 validate every answer against these schemas, and MCP clients validate what they
@@ -174,18 +175,3 @@ class HeldLease(_Open):
 
 class HeartbeatAnswer(_Open):
     leases: list[HeldLease]
-
-
-TOOL_ANSWERS: dict[str, type[BaseModel]] = {
-    "TaskCreate": Written,
-    "TaskGet": TaskGetAnswer,
-    "TaskUpdate": Written,
-    "TaskList": TaskListAnswer,
-    "TaskClaim": Written,
-    "TaskReassign": Written,
-    "TaskBatch": BatchAnswer,
-    "TaskWatch": WatchAnswer,
-    "TaskRequestApproval": Written,
-    "InboxRead": InboxAnswer,
-    "TaskHeartbeat": HeartbeatAnswer,
-}

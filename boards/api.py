@@ -40,6 +40,7 @@ from . import (
     tools,
 )
 from .errors import (
+    BODY,
     InvalidInput,
     PayloadTooLarge,
     ServiceError,
@@ -98,15 +99,15 @@ def parse_body(request: HttpRequest) -> Any:
         return {}
     problem = edge.json_problem(raw)
     if problem:
-        raise InvalidInput(f"Body is not valid JSON: {problem}", code="invalid_json")
+        raise InvalidInput(f"Body is not valid JSON: {problem}", field=BODY, code="invalid_json")
     try:
         data = json.loads(raw)
     except ValueError as exc:
         raise InvalidInput(
-            f"Body is not valid JSON: {str(exc)[:200]}", code="invalid_json"
+            f"Body is not valid JSON: {str(exc)[:200]}", field=BODY, code="invalid_json"
         ) from exc
     if not isinstance(data, dict):
-        raise InvalidInput("Body must be a JSON object with the tool's input")
+        raise InvalidInput("Body must be a JSON object with the tool's input", field=BODY)
     return data
 
 
@@ -136,13 +137,11 @@ def tool_list(request: HttpRequest, slug: str) -> JsonResponse:
         selectors.board_get(slug)
         fmt = request.GET.get("format", "anthropic")
         if fmt not in ("anthropic", "openai"):
-            raise InvalidInput("format: 'anthropic' or 'openai'")
+            raise InvalidInput("format: 'anthropic' or 'openai'", field="format")
         dialect = request.GET.get("dialect")
-        if dialect is None:
-            return JsonResponse({"tools": schemas.tool_definitions(fmt)})
-        if dialect not in dialects.DIALECTS:
-            raise InvalidInput("dialect: 'seed002' or 'seed003'")
-        return JsonResponse({"tools": dialects.dialect_definitions(dialect, fmt)})
+        if dialect is not None and dialect not in dialects.DIALECTS:
+            raise InvalidInput("dialect: 'seed002' or 'seed003'", field="dialect")
+        return JsonResponse({"tools": schemas.tool_definitions(tools.listed(dialect), fmt)})
     except ServiceError as exc:
         return error_response(exc)
 
@@ -177,7 +176,7 @@ def no_oauth(request: HttpRequest, rest: str = "") -> JsonResponse:
 
 @require_GET
 def openapi(request: HttpRequest) -> JsonResponse:
-    return JsonResponse(schemas.openapi_document())
+    return JsonResponse(schemas.openapi_document(tools.listed()))
 
 
 async def healthz(request: HttpRequest) -> JsonResponse:
@@ -416,7 +415,9 @@ async def claude_code_hook(request: HttpRequest, slug: str) -> JsonResponse:
     deadline (SPEC §11).
     """
     if request.method != "POST":
-        return error_response(InvalidInput("Send hook events with POST", code="method_not_allowed"))
+        return error_response(
+            InvalidInput("Send hook events with POST", field="(method)", code="method_not_allowed")
+        )
     try:
         caller, event, verdict = await sync_to_async(_hook_receive)(request, slug)
     except ServiceError as exc:

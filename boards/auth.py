@@ -105,9 +105,7 @@ def _team_agent(board: Board, token: AgentToken, agent: str) -> str:
     """
     problem = agent_name_problem(agent)
     if problem is not None:
-        raise InvalidInput(
-            f"X-Agent: {problem}", details=[{"field": "X-Agent", "message": problem}]
-        )
+        raise InvalidInput(f"X-Agent: {problem}", field="X-Agent")
     if AgentToken.objects.filter(board=board, agent__iexact=agent, is_team=False).exists():
         raise PermissionDenied(
             f"X-Agent: {agent!r} has (or had) a token of its own; a team token cannot act as it",

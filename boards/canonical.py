@@ -1,8 +1,12 @@
 """The canonical tools (SPEC §4): each validated input mapped onto one service or selector.
 
-A handler takes the authenticated ``Caller`` and its validated input model and
-returns an ``Answer``. Validation, identity, ``unreadMessages`` and error mapping
-are the tool pipeline's (``boards.tools``), which every door goes through.
+Each tool is declared once, on its handler: ``@tool(name=..., input=..., answer=...,
+hints=...)`` (``schemas.tool``), its description the input model's docstring. That one
+registry is what the doors (HTTP, MCP), the tool listings, the OpenAPI document and the
+Connect page read. A handler takes the authenticated ``Caller`` and its validated input
+model and returns an ``Answer``; the model's snake_case fields are the services' keyword
+arguments (``**data.model_dump()``). Validation, identity, ``unreadMessages`` and error
+mapping are the tool pipeline's (``boards.tools``), which every door goes through.
 """
 
 from __future__ import annotations
@@ -18,11 +22,38 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.conf import settings
 
-from . import schemas, selectors, services
+from . import selectors, services
+from .answers import (
+    BatchAnswer,
+    HeartbeatAnswer,
+    InboxAnswer,
+    TaskGetAnswer,
+    TaskListAnswer,
+    WatchAnswer,
+    Written,
+)
 from .auth import Caller
 from .errors import InvalidInput, TooManyRequests
 from .events import listening
 from .models import TERMINAL_STATUSES, ApprovalState, Board, Event
+from .schemas import (
+    BatchCreate,
+    BatchDelete,
+    BatchUpdate,
+    Hints,
+    InboxReadInput,
+    TaskBatchInput,
+    TaskClaimInput,
+    TaskCreateInput,
+    TaskGetInput,
+    TaskHeartbeatInput,
+    TaskListInput,
+    TaskReassignInput,
+    TaskRequestApprovalInput,
+    TaskUpdateInput,
+    TaskWatchInput,
+    tool,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -47,26 +78,20 @@ def _written(caller: Caller, outcome: services.Outcome) -> Answer:
     return Answer({"task": _task(caller.board, outcome.task_number), "changes": outcome.changes})
 
 
-def handle_task_create(caller: Caller, data: schemas.TaskCreateInput) -> Answer:
-    outcome = services.task_create(
-        board=caller.board,
-        actor=caller.agent,
-        subject=data.subject,
-        description=data.description,
-        active_form=data.activeForm,
-        blocked_by=data.blockedBy,
-        blocks=data.blocks,
-        parent_id=data.parentId,
-        metadata=data.metadata,
-        prompt=data.prompt,
-        requires_approval=data.requiresApproval,
-        priority=data.priority,
-    )
+@tool(name="TaskCreate", input=TaskCreateInput, answer=Written, hints=Hints("Create a task"))
+def handle_task_create(caller: Caller, data: TaskCreateInput) -> Answer:
+    outcome = services.task_create(board=caller.board, actor=caller.agent, **data.model_dump())
     return _written(caller, outcome)
 
 
-def handle_task_get(caller: Caller, data: schemas.TaskGetInput) -> Answer:
-    number = selectors.parse_task_id(data.taskId)
+@tool(
+    name="TaskGet",
+    input=TaskGetInput,
+    answer=TaskGetAnswer,
+    hints=Hints("Read a task", read_only=True, idempotent=True),
+)
+def handle_task_get(caller: Caller, data: TaskGetInput) -> Answer:
+    number = selectors.parse_task_id(data.task_id)
     task = _task(caller.board, number)
     assert task is not None
     task["approval"]["history"] = selectors.approval_history(caller.board, number)
@@ -76,25 +101,29 @@ def handle_task_get(caller: Caller, data: schemas.TaskGetInput) -> Answer:
     return Answer({"task": task})
 
 
-def handle_task_update(caller: Caller, data: schemas.TaskUpdateInput) -> Answer:
-    outcome = services.task_update(
-        board=caller.board, actor=caller.agent, task_id=data.taskId, **schemas.update_kwargs(data)
-    )
+@tool(
+    name="TaskUpdate",
+    input=TaskUpdateInput,
+    answer=Written,
+    hints=Hints("Update or delete a task", destructive=True),
+)
+def handle_task_update(caller: Caller, data: TaskUpdateInput) -> Answer:
+    # Only the fields the agent sent change.
+    fields = data.model_dump(exclude_unset=True)
+    outcome = services.task_update(board=caller.board, actor=caller.agent, **fields)
     return _written(caller, outcome)
 
 
-def handle_task_list(caller: Caller, data: schemas.TaskListInput) -> Answer:
-    page = selectors.task_page(
-        caller.board,
-        view=data.view,
-        status=data.status,
-        owner=data.owner,
-        blocked=data.blocked,
-        parent_id=int(data.parentId) if data.parentId else None,
-        tree=data.tree,
-        limit=data.limit,
-        cursor=data.cursor,
-    )
+@tool(
+    name="TaskList",
+    input=TaskListInput,
+    answer=TaskListAnswer,
+    hints=Hints("List the board's tasks", read_only=True, idempotent=True),
+)
+def handle_task_list(caller: Caller, data: TaskListInput) -> Answer:
+    filters = data.model_dump(exclude={"format", "detail", "parent_id"})
+    parent_id = int(data.parent_id) if data.parent_id else None
+    page = selectors.task_page(caller.board, parent_id=parent_id, **filters)
     body: dict[str, Any] = {
         "total": page.total,
         "counts": _counts(caller.board),
@@ -109,20 +138,22 @@ def handle_task_list(caller: Caller, data: schemas.TaskListInput) -> Answer:
     return Answer(body)
 
 
-def handle_task_claim(caller: Caller, data: schemas.TaskClaimInput) -> Answer:
-    if data.taskId is None:
+@tool(
+    name="TaskClaim",
+    input=TaskClaimInput,
+    answer=Written,
+    hints=Hints("Claim a task and start it"),
+    accepted="Claim recorded as an approval request",
+)
+def handle_task_claim(caller: Caller, data: TaskClaimInput) -> Answer:
+    if data.task_id is None:
         outcome = services.task_claim_next(
-            board=caller.board, agent=caller.agent, lease_seconds=data.leaseSeconds
+            board=caller.board, agent=caller.agent, lease_seconds=data.lease_seconds
         )
         if outcome.task_number is None:
             return Answer({"task": None, "changes": [], "message": "No task is ready to claim."})
     else:
-        outcome = services.task_claim(
-            board=caller.board,
-            agent=caller.agent,
-            task_id=data.taskId,
-            lease_seconds=data.leaseSeconds,
-        )
+        outcome = services.task_claim(board=caller.board, agent=caller.agent, **data.model_dump())
     answer = _written(caller, outcome)
     if outcome.awaiting_approval:
         answer.body["awaitingApproval"] = True
@@ -130,35 +161,29 @@ def handle_task_claim(caller: Caller, data: schemas.TaskClaimInput) -> Answer:
     return answer
 
 
-def handle_task_reassign(caller: Caller, data: schemas.TaskReassignInput) -> Answer:
-    outcome = services.task_reassign(
-        board=caller.board, actor=caller.agent, task_id=data.taskId, owner=data.owner
-    )
+@tool(
+    name="TaskReassign",
+    input=TaskReassignInput,
+    answer=Written,
+    hints=Hints("Hand a task to another agent", destructive=True),
+)
+def handle_task_reassign(caller: Caller, data: TaskReassignInput) -> Answer:
+    outcome = services.task_reassign(board=caller.board, actor=caller.agent, **data.model_dump())
     return _written(caller, outcome)
 
 
-def _batch_op(op: schemas.BatchCreate | schemas.BatchUpdate | schemas.BatchDelete) -> dict:
-    if isinstance(op, schemas.BatchCreate):
-        return {
-            "op": "create",
-            "ref": op.ref,
-            "subject": op.subject,
-            "description": op.description,
-            "active_form": op.activeForm,
-            "blocked_by": op.blockedBy,
-            "blocks": op.blocks,
-            "parent_id": op.parentId,
-            "metadata": op.metadata,
-            "prompt": op.prompt,
-            "requires_approval": op.requiresApproval,
-            "priority": op.priority,
-        }
-    if isinstance(op, schemas.BatchUpdate):
-        return {"op": "update", "task_id": op.taskId, **schemas.update_kwargs(op)}
-    return {"op": "delete", "task_id": op.taskId}
+def _batch_op(op: BatchCreate | BatchUpdate | BatchDelete) -> dict[str, Any]:
+    # A create takes every field (with its defaults); an update changes only those sent.
+    return op.model_dump(exclude_unset=isinstance(op, BatchUpdate))
 
 
-def handle_task_batch(caller: Caller, data: schemas.TaskBatchInput) -> Answer:
+@tool(
+    name="TaskBatch",
+    input=TaskBatchInput,
+    answer=BatchAnswer,
+    hints=Hints("Apply many changes at once", destructive=True),
+)
+def handle_task_batch(caller: Caller, data: TaskBatchInput) -> Answer:
     outcome = services.task_batch(
         board=caller.board, actor=caller.agent, ops=[_batch_op(op) for op in data.ops]
     )
@@ -167,32 +192,6 @@ def handle_task_batch(caller: Caller, data: schemas.TaskBatchInput) -> Answer:
             "operations": outcome.operations,
             "changes": outcome.changes,
             "counts": _counts(caller.board),
-        }
-    )
-
-
-def handle_task_request_approval(caller: Caller, data: schemas.TaskRequestApprovalInput) -> Answer:
-    outcome = services.approval_request(
-        board=caller.board, agent=caller.agent, task_id=data.taskId, reason=data.reason
-    )
-    return _written(caller, outcome)
-
-
-def handle_inbox_read(caller: Caller, data: schemas.InboxReadInput) -> Answer:
-    messages = services.inbox_read(board=caller.board, agent=caller.agent, ack=data.ack)
-    return Answer(
-        {
-            "messages": [
-                {
-                    "id": m.pk,
-                    "from": m.sender,
-                    "taskId": str(m.task_number) if m.task_number else None,
-                    "body": m.body,
-                    "sentAt": selectors.iso(m.created_at),
-                }
-                for m in messages
-            ],
-            "acknowledged": data.ack,
         }
     )
 
@@ -230,7 +229,13 @@ def _watch_state(
 WATCH_FALLBACK_POLL_SECONDS = 1.0
 
 
-async def handle_task_watch(caller: Caller, data: schemas.TaskWatchInput) -> Answer:
+@tool(
+    name="TaskWatch",
+    input=TaskWatchInput,
+    answer=WatchAnswer,
+    hints=Hints("Wait for a task", read_only=True, idempotent=True),
+)
+async def handle_task_watch(caller: Caller, data: TaskWatchInput) -> Answer:
     """Wait on the board's event stream (not a polling loop) until the task is done.
 
     Each database read is a short ``database_sync_to_async`` call that gives its
@@ -238,7 +243,7 @@ async def handle_task_watch(caller: Caller, data: schemas.TaskWatchInput) -> Ans
     If the channel layer fails (Redis down), the watch still answers: it falls
     back to reading the task once a second until the layer is needed no more.
     """
-    number = selectors.parse_task_id(data.taskId)
+    number = selectors.parse_task_id(data.task_id)
     with _watch_slot(caller):
         return await _watch(caller, number, data)
 
@@ -262,8 +267,8 @@ def _watch_slot(caller: Caller) -> Iterator[None]:
         _watching[caller.token_id] -= 1
 
 
-async def _watch(caller: Caller, number: int, data: schemas.TaskWatchInput) -> Answer:
-    timeout = min(float(data.timeoutSeconds), settings.KANBAN_WATCH_MAX_SECONDS)
+async def _watch(caller: Caller, number: int, data: TaskWatchInput) -> Answer:
+    timeout = min(float(data.timeout_seconds), settings.KANBAN_WATCH_MAX_SECONDS)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     read = database_sync_to_async(_watch_state)
@@ -298,31 +303,54 @@ async def _watch(caller: Caller, number: int, data: schemas.TaskWatchInput) -> A
         )
 
 
-def handle_task_heartbeat(caller: Caller, data: schemas.TaskHeartbeatInput) -> Answer:
-    if data.usage is not None and data.taskId is None:
+@tool(
+    name="TaskRequestApproval",
+    input=TaskRequestApprovalInput,
+    answer=Written,
+    hints=Hints("Ask a person to approve"),
+)
+def handle_task_request_approval(caller: Caller, data: TaskRequestApprovalInput) -> Answer:
+    outcome = services.approval_request(board=caller.board, agent=caller.agent, **data.model_dump())
+    return _written(caller, outcome)
+
+
+@tool(
+    name="InboxRead",
+    input=InboxReadInput,
+    answer=InboxAnswer,
+    # ack: true marks messages read, so the tool as a whole is not read-only.
+    hints=Hints("Read messages from people", idempotent=True),
+)
+def handle_inbox_read(caller: Caller, data: InboxReadInput) -> Answer:
+    messages = services.inbox_read(board=caller.board, agent=caller.agent, **data.model_dump())
+    return Answer(
+        {
+            "messages": [
+                {
+                    "id": m.pk,
+                    "from": m.sender,
+                    "taskId": str(m.task_number) if m.task_number else None,
+                    "body": m.body,
+                    "sentAt": selectors.iso(m.created_at),
+                }
+                for m in messages
+            ],
+            "acknowledged": data.ack,
+        }
+    )
+
+
+@tool(
+    name="TaskHeartbeat",
+    input=TaskHeartbeatInput,
+    answer=HeartbeatAnswer,
+    hints=Hints("Keep my claims alive", idempotent=True),
+)
+def handle_task_heartbeat(caller: Caller, data: TaskHeartbeatInput) -> Answer:
+    if data.usage is not None and data.task_id is None:
         raise InvalidInput(
             "usage: needs taskId (the task the usage was spent on)",
             details=[{"field": "usage", "message": "needs taskId"}],
         )
-    leases = services.task_heartbeat(
-        board=caller.board,
-        agent=caller.agent,
-        task_id=data.taskId,
-        usage=data.usage.model_dump() if data.usage is not None else None,
-    )
+    leases = services.task_heartbeat(board=caller.board, agent=caller.agent, **data.model_dump())
     return Answer({"leases": leases})
-
-
-HANDLERS: dict[str, Any] = {
-    "TaskCreate": handle_task_create,
-    "TaskGet": handle_task_get,
-    "TaskUpdate": handle_task_update,
-    "TaskList": handle_task_list,
-    "TaskClaim": handle_task_claim,
-    "TaskReassign": handle_task_reassign,
-    "TaskBatch": handle_task_batch,
-    "TaskWatch": handle_task_watch,
-    "TaskRequestApproval": handle_task_request_approval,
-    "InboxRead": handle_inbox_read,
-    "TaskHeartbeat": handle_task_heartbeat,
-}

@@ -1,8 +1,9 @@
 """The seeds' own tool sets on the tool endpoint (SPEC §4 "Seed dialects").
 
 Agents written for seed 002 or seed 003 call ``POST /api/boards/<slug>/tools/<name>``
-with their own tool names, field names and answer shapes. Each tool here is a thin
-adapter: it validates the input with a strict pydantic model, renames fields, calls
+with their own tool names, field names and answer shapes. Each tool here is declared
+like a canonical one (``@tool``, in the same registry, tagged with its seed) and is a
+thin adapter: it validates the input with a strict pydantic model, renames fields, calls
 the same services and selectors as the canonical tools, and renders the answer in
 the seed's shape. Claim rules, reference and cycle checks, auto-unblock and
 numbering all come from ``services``; nothing here decides them again.
@@ -66,10 +67,9 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import partial
 from typing import Annotated, Any, Literal
 
 from django.conf import settings
@@ -80,8 +80,10 @@ from .auth import Caller
 from .canonical import Answer
 from .errors import InvalidInput, NotFound, ServiceError
 from .models import TERMINAL_STATUSES, Status
+from .schemas import Handler, tool
 
-DIALECTS = ("seed002", "seed003")
+SEED002, SEED003 = "seed002", "seed003"
+DIALECTS = (SEED002, SEED003)
 
 
 @dataclass
@@ -89,21 +91,6 @@ class BareAnswer(Answer):
     """An answer that is a bare JSON value, not an object (seed 002's ``"ok"`` and list)."""
 
     body: Any = None
-
-
-SyncHandler = Callable[[Caller, Any], Answer]
-AsyncHandler = Callable[[Caller, Any], Awaitable[Answer]]
-
-
-@dataclass(frozen=True)
-class Dialect:
-    """One seed tool: its input model and the handler that adapts it."""
-
-    seed: str
-    name: str
-    model: type[schemas.ToolInput]
-    handler: SyncHandler | AsyncHandler
-    is_async: bool = False
 
 
 # --- seed 002 -------------------------------------------------------------------------------
@@ -133,6 +120,10 @@ Assignee = Annotated[str, Field(max_length=100)]
 
 
 class Seed002Create(schemas.ToolInput):
+    """Create a task on the shared board; answers {"id": "task-1"}. New tasks are pending and
+    unassigned: a status other than pending, an assignee, or a blocked_by id that does not exist
+    (or is the task itself) is refused. blocked_by lists tasks that must complete first."""
+
     title: schemas.Subject = Field(description='Short imperative title, e.g. "Fix auth bug".')
     description: schemas.Long = Field("", description="What needs to be done, in detail.")
     blocked_by: Seed002Ids = Field(
@@ -148,6 +139,9 @@ class Seed002Create(schemas.ToolInput):
 
 
 class Seed002List(schemas.ToolInput):
+    """List tasks as a JSON array sorted by id, filtered by status, assignee and blocked. To find
+    work: {"status": "pending", "blocked": false}."""
+
     status: schemas.Status | None = None
     assignee: Assignee | None = Field(None, description='Only tasks of this agent ("" = none).')
     blocked: StrictBool | None = Field(
@@ -159,7 +153,29 @@ class Seed002ById(schemas.ToolInput):
     id: Seed002Id
 
 
+class Seed002Get(Seed002ById):
+    """Read one task in full by id."""
+
+
+class Seed002Claim(Seed002ById):
+    """Atomically assign a task to yourself and start it (in_progress); answers "ok". Exactly one
+    of many concurrent claimers wins. Fails when the task is blocked, assigned to another agent,
+    or finished; claiming your own task again is a no-op."""
+
+
+class Seed002Watch(Seed002ById):
+    __doc__ = (
+        "Wait until a task is completed, failed or cancelled and return it. After "
+        f"{settings.KANBAN_WATCH_MAX_SECONDS} seconds it gives up with an error; call it again."
+    )
+
+
 class Seed002Update(schemas.ToolInput):
+    """Change a task's status, description, blockers or metadata; answers "ok". Complete your work
+    with {"id": ..., "status": "completed"} (or "failed"); completing a task unblocks the tasks
+    waiting for it. blocked_by replaces the list; metadata is merged key by key and null removes
+    a key."""
+
     id: Seed002Id
     status: schemas.Status | None = None
     description: schemas.Long | None = None
@@ -204,6 +220,26 @@ def _seed002_view(caller: Caller, number: int) -> dict[str, Any]:
     return selectors.task_to_dict(selectors.task_view(caller.board, number))
 
 
+ANY_NAMESPACE = (
+    " The board_ prefix is a namespace: any alphanumeric one works the same way "
+    "(<ns>_tasks_{0}, e.g. myteam_tasks_{0})."
+)
+
+
+def seed002_tool(*, name: str, input: type[schemas.ToolInput]) -> Callable[[Handler], Handler]:
+    """Declare seed 002's ``board_tasks_<action>``, which any ``<ns>_tasks_<action>`` calls
+    (the handler gets ``ns``)."""
+    action = name.removeprefix("board_tasks_")
+    return tool(
+        name=name,
+        input=input,
+        dialect=SEED002,
+        pattern=rf"^(?P<ns>[A-Za-z0-9]+)_tasks_{action}$",
+        description=schemas.one_paragraph(input.__doc__) + ANY_NAMESPACE.format(action),
+    )
+
+
+@seed002_tool(name="board_tasks_create", input=Seed002Create)
 def seed002_create(caller: Caller, data: Seed002Create, *, ns: str) -> Answer:
     problems = []
     if data.status not in (None, Status.PENDING):
@@ -231,6 +267,7 @@ def seed002_create(caller: Caller, data: Seed002Create, *, ns: str) -> Answer:
     return Answer({"id": f"task-{outcome.task_number}"})
 
 
+@seed002_tool(name="board_tasks_list", input=Seed002List)
 def seed002_list(caller: Caller, data: Seed002List, *, ns: str) -> Answer:
     views, _ = selectors.task_list(
         caller.board, status=data.status, owner=data.assignee, blocked=data.blocked
@@ -238,12 +275,14 @@ def seed002_list(caller: Caller, data: Seed002List, *, ns: str) -> Answer:
     return BareAnswer([_seed002_task(selectors.task_to_dict(v)) for v in views])
 
 
-def seed002_get(caller: Caller, data: Seed002ById, *, ns: str) -> Answer:
+@seed002_tool(name="board_tasks_get", input=Seed002Get)
+def seed002_get(caller: Caller, data: Seed002Get, *, ns: str) -> Answer:
     with _task_n_errors():
         return Answer(_seed002_task(_seed002_view(caller, int(data.id))))
 
 
-def seed002_claim(caller: Caller, data: Seed002ById, *, ns: str) -> Answer:
+@seed002_tool(name="board_tasks_claim", input=Seed002Claim)
+def seed002_claim(caller: Caller, data: Seed002Claim, *, ns: str) -> Answer:
     with _task_n_errors():
         outcome = services.task_claim(board=caller.board, agent=caller.agent, task_id=data.id)
     if outcome.awaiting_approval:
@@ -255,6 +294,7 @@ def seed002_claim(caller: Caller, data: Seed002ById, *, ns: str) -> Answer:
     return BareAnswer("ok")
 
 
+@seed002_tool(name="board_tasks_update", input=Seed002Update)
 def seed002_update(caller: Caller, data: Seed002Update, *, ns: str) -> Answer:
     added: list[str] = []
     removed: list[str] = []
@@ -281,7 +321,8 @@ class WatchTimedOut(ServiceError):
     code = "watch_timeout"
 
 
-async def seed002_watch(caller: Caller, data: Seed002ById, *, ns: str) -> Answer:
+@seed002_tool(name="board_tasks_watch", input=Seed002Watch)
+async def seed002_watch(caller: Caller, data: Seed002Watch, *, ns: str) -> Answer:
     """Block until the task is finished, on the canonical TaskWatch's event stream."""
     # Seed 002 waits for a finished task, not for approval decisions. Watching as nobody in
     # particular skips TaskWatch's "your own request was just decided" early return, which
@@ -293,9 +334,10 @@ async def seed002_watch(caller: Caller, data: Seed002ById, *, ns: str) -> Answer
     with _task_n_errors():
         while True:
             remaining = min(max(deadline - loop.time(), 0.0), 300.0)
-            answer = await canonical.handle_task_watch(
-                watcher, schemas.TaskWatchInput(taskId=data.id, timeoutSeconds=remaining)
+            watch = schemas.TaskWatchInput.model_validate(
+                {"taskId": data.id, "timeoutSeconds": remaining}
             )
+            answer = await canonical.handle_task_watch(watcher, watch)
             task = answer.body["task"]
             if task is None:
                 raise NotFound(f"Task #{data.id} was deleted", code="task_deleted")
@@ -306,51 +348,6 @@ async def seed002_watch(caller: Caller, data: Seed002ById, *, ns: str) -> Answer
                     f"Task #{data.id} is still {task['status']} after {limit:g} seconds; "
                     f"call {ns}_tasks_watch again to keep waiting"
                 )
-
-
-SEED002_TOOLS: dict[str, tuple[type[schemas.ToolInput], Callable[..., Any], str]] = {
-    "create": (
-        Seed002Create,
-        seed002_create,
-        'Create a task on the shared board; answers {"id": "task-1"}. New tasks are '
-        "pending and unassigned: a status other than pending, an assignee, or a blocked_by id "
-        "that does not exist (or is the task itself) is refused. blocked_by lists tasks that "
-        "must complete first.",
-    ),
-    "list": (
-        Seed002List,
-        seed002_list,
-        "List tasks as a JSON array sorted by id, filtered by status, assignee and blocked. "
-        'To find work: {"status": "pending", "blocked": false}.',
-    ),
-    "get": (Seed002ById, seed002_get, "Read one task in full by id."),
-    "claim": (
-        Seed002ById,
-        seed002_claim,
-        'Atomically assign a task to yourself and start it (in_progress); answers "ok". '
-        "Exactly one of many concurrent claimers wins. Fails when the task is blocked, "
-        "assigned to another agent, or finished; claiming your own task again is a no-op.",
-    ),
-    "update": (
-        Seed002Update,
-        seed002_update,
-        'Change a task\'s status, description, blockers or metadata; answers "ok". Complete '
-        'your work with {"id": ..., "status": "completed"} (or "failed"); completing a task '
-        "unblocks the tasks waiting for it. blocked_by replaces the list; metadata is merged "
-        "key by key and null removes a key.",
-    ),
-    "watch": (
-        Seed002ById,
-        seed002_watch,
-        "Wait until a task is completed, failed or cancelled and return it. After "
-        f"{settings.KANBAN_WATCH_MAX_SECONDS} seconds it gives up with an error; call it again.",
-    ),
-}
-SEED002_NAME = re.compile(r"^([A-Za-z0-9]+)_tasks_(create|list|get|claim|update|watch)$")
-ANY_NAMESPACE = (
-    " The board_ prefix is a namespace: any alphanumeric one works the same way "
-    "(<ns>_tasks_{0}, e.g. myteam_tasks_{0})."
-)
 
 
 # --- seed 003 -------------------------------------------------------------------------------
@@ -427,6 +424,15 @@ class Seed003Op(_Seed003Fields):
 
 
 class Seed003Input(_Seed003Fields):
+    """Plan and track work as a DAG of tasks. action insert (label required; parent_id for
+    hierarchy, blocked_by for ordering, prompt for the sub-agent), list (view open / ready /
+    blocked / in_progress / done, or status / parent_id filters; tree: true orders by parent
+    with depth), update (id required; status done completes it and auto-unblocks its dependents,
+    listed as auto_unblock changes; set result when done), delete (id), batch (ops: [{action,
+    ...}], all or nothing; inserts are numbered in order, so later ops may use the ids they will
+    get, or give an insert a ref; cycles and unknown ids reject the whole batch). view ready
+    lists the work you can dispatch now. Every answer has tasks, total, counts and changes."""
+
     action: Literal["insert", "list", "update", "delete", "batch"]
     view: Literal["open", "done", "blocked", "in_progress", "ready"] | None = Field(
         None, description="List preset; ready = open with no unfinished blocker."
@@ -738,6 +744,7 @@ def _seed003_write(
     )
 
 
+@tool(name="tasks", input=Seed003Input, dialect=SEED003)
 def seed003_tasks(caller: Caller, data: Seed003Input) -> Answer:
     _check_fields(data, data.action, "")
     if data.action == "list":
@@ -748,53 +755,3 @@ def seed003_tasks(caller: Caller, data: Seed003Input) -> Answer:
             _check_fields(op, op.action, f"ops.{index}.")
         return _seed003_write(caller, "batch", data.ops, batch=True)
     return _seed003_write(caller, data.action, [data], batch=False)
-
-
-SEED003_DESCRIPTION = (
-    "Plan and track work as a DAG of tasks. action insert (label required; parent_id for "
-    "hierarchy, blocked_by for ordering, prompt for the sub-agent), list (view open / ready / "
-    "blocked / in_progress / done, or status / parent_id filters; tree: true orders by parent "
-    "with depth), update (id required; status done completes it and auto-unblocks its "
-    "dependents, listed as auto_unblock changes; set result when done), delete (id), batch "
-    "(ops: [{action, ...}], all or nothing; inserts are numbered in order, so later ops may "
-    "use the ids they will get, or give an insert a ref; cycles and unknown ids reject the "
-    "whole batch). view ready lists the work you can dispatch now. Every answer has tasks, "
-    "total, counts and changes."
-)
-
-
-# --- lookup and definitions -----------------------------------------------------------------
-
-
-def dialect_for(tool_name: str) -> Dialect | None:
-    """The seed tool behind a tool name, or None when no seed uses that name."""
-    if tool_name == "tasks":
-        return Dialect("seed003", tool_name, Seed003Input, seed003_tasks)
-    match = SEED002_NAME.match(tool_name)
-    if match is None:
-        return None
-    ns, action = match.groups()
-    model, handler, _ = SEED002_TOOLS[action]
-    return Dialect("seed002", tool_name, model, partial(handler, ns=ns), is_async=action == "watch")
-
-
-def _definition(name: str, description: str, model: type[schemas.ToolInput], fmt: str) -> dict:
-    schema = schemas.strict_schema(model.model_json_schema())
-    return schemas.definition(name, description, schema, fmt)
-
-
-def dialect_definitions(dialect: str, fmt: str = "anthropic") -> list[dict[str, Any]]:
-    """A seed's tool definitions, in Anthropic's format or OpenAI's (``fmt="openai"``)."""
-    if dialect == "seed002":
-        return [
-            _definition(
-                f"board_tasks_{action}",
-                description + ANY_NAMESPACE.format(action),
-                model,
-                fmt,
-            )
-            for action, (model, _, description) in SEED002_TOOLS.items()
-        ]
-    if dialect == "seed003":
-        return [_definition("tasks", SEED003_DESCRIPTION, Seed003Input, fmt)]
-    raise ValueError(f"unknown dialect {dialect!r}; one of {', '.join(DIALECTS)}")

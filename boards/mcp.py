@@ -8,10 +8,10 @@ module only adds what is ours, the same way ``boards.api`` does for plain HTTP:
 - the token is checked before the SDK sees the request (401/403 with our error
   JSON), with ``auth.authenticate``, so the identity rules are the same
   (a bound agent, or a team token and ``X-Agent``);
-- every tool is one of ``schemas.TOOL_INPUTS`` with its description and JSON
-  Schema, validated by the same pydantic model, run by the same handler
-  (the tool pipeline, ``tools.call``), so all writes go through the
-  services; the answer JSON (with ``unreadMessages``) is the text content and the
+- every tool is a canonical one of the registry (``tools.listed()``, declared by
+  ``@tool`` on its handler) with its description, hints and JSON Schemas, validated
+  by the same pydantic model, run by the same handler (the tool pipeline,
+  ``tools.call``), so all writes go through the services; the answer JSON (with ``unreadMessages``) is the text content and the
   structured content of the result;
 - a refused call (``ServiceError``, invalid input) is a tool error
   (``isError: true``) whose text is the HTTP API's ``{"error": {...}}`` JSON (as text
@@ -59,7 +59,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from . import auth, schemas, selectors, tools
 from .edge import body_limit, expected_origins, json_problem
-from .errors import NotFound, ServiceError, error_body
+from .errors import InvalidInput, NotFound, ServiceError, error_body
 
 logger = logging.getLogger(__name__)
 
@@ -70,33 +70,37 @@ except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
     VERSION = "0"
 
 
+def _mcp_tool(tool: tools.Tool) -> types.Tool:
+    hints = tool.hints
+    assert hints is not None  # every canonical tool declares its hints
+    return types.Tool(
+        name=tool.name,
+        title=hints.title,
+        description=tool.description,
+        input_schema=tool.input_schema(),
+        output_schema=tool.output_schema(),
+        annotations=types.ToolAnnotations(
+            title=hints.title,
+            read_only_hint=hints.read_only,
+            destructive_hint=hints.destructive,
+            idempotent_hint=hints.idempotent,
+            open_world_hint=False,
+        ),
+    )
+
+
 @cache
 def mcp_tools() -> list[types.Tool]:
-    tools = []
-    for name in schemas.TOOL_INPUTS:
-        hints = schemas.TOOL_HINTS[name]
-        tools.append(
-            types.Tool(
-                name=name,
-                title=hints.title,
-                description=schemas.TOOL_DESCRIPTIONS[name],
-                input_schema=schemas.input_schema(name),
-                output_schema=schemas.output_schema(name),
-                annotations=types.ToolAnnotations(
-                    title=hints.title,
-                    read_only_hint=hints.read_only,
-                    destructive_hint=hints.destructive,
-                    idempotent_hint=hints.idempotent,
-                    open_world_hint=False,
-                ),
-            )
-        )
-    return tools
+    return [_mcp_tool(tool) for tool in tools.listed()]
 
 
 @cache
+def _input_schemas() -> dict[str, dict[str, Any]]:
+    return {tool.name: tool.input_schema() for tool in tools.listed()}
+
+
 def _input_schema(name: str) -> dict[str, Any] | None:
-    return schemas.input_schema(name) if name in schemas.TOOL_INPUTS else None
+    return _input_schemas().get(name)
 
 
 def _result(body: dict[str, Any], *, error: bool = False) -> types.CallToolResult:
@@ -313,7 +317,7 @@ def build_server(caller: auth.Caller) -> Server[Any]:
     async def on_call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        if params.name not in schemas.TOOL_INPUTS:
+        if tools.find(params.name, seed_dialects=False) is None:
             # A tool that does not exist is the client's protocol mistake, not a tool error.
             raise MCPError(
                 types.INVALID_PARAMS,
@@ -455,13 +459,10 @@ async def mcp_app(scope: Scope, receive: Receive, send: Send) -> None:
         return await _refuse(scope, receive, send, 404, body)
     headers = Headers(scope=scope)
     if not _host_allowed(headers):
-        body = {
-            "error": {
-                "code": "disallowed_host",
-                "message": "Invalid Host header; see ALLOWED_HOSTS",
-            }
-        }
-        return await _refuse(scope, receive, send, 400, body)
+        refusal = InvalidInput(
+            "Invalid Host header; see ALLOWED_HOSTS", field="Host", code="disallowed_host"
+        )
+        return await _refuse(scope, receive, send, 400, error_body(refusal))
     origin = headers.get("origin", "").strip().lower().rstrip("/")
     if origin and origin not in expected_origins(scope):
         # A browser page of another origin (DNS rebinding, a malicious site): 403, as the

@@ -33,7 +33,7 @@ AMOUNT = re.compile(r"-?(?:[0-9]{1,15}(?:\.[0-9]{0,12})?|\.[0-9]{1,12})")
 
 def refusal(field: str, message: str) -> InvalidInput:
     """The one way a number is refused: ``<field>: <message>``, the field named in details."""
-    return InvalidInput(f"{field}: {message}", details=[{"field": field, "message": message}])
+    return InvalidInput(f"{field}: {message}", field=field)
 
 
 FOREIGN_DIGITS = "write numbers with the digits 0-9"

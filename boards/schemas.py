@@ -1,9 +1,18 @@
 """Tool inputs as strict pydantic models: the one source of validation, of the tool
-definitions agents read (Anthropic and OpenAI formats) and of the OpenAPI document."""
+definitions agents read (Anthropic and OpenAI formats) and of the OpenAPI document.
+
+And the tool registry: ``@tool`` on a handler (``boards.canonical``, ``boards.dialects``)
+declares it in ``TOOLS``, with its input and answer models, its hints and its
+description (the input model's docstring); ``boards.tools`` reads it for every door.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import inspect
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from functools import partial
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -17,9 +26,10 @@ from pydantic import (
     StringConstraints,
     ValidationError,
 )
+from pydantic.alias_generators import to_camel
 
 from . import numbers
-from .answers import TOOL_ANSWERS
+from .errors import BODY, CONFLICT_DETAILS, ErrorBody
 from .metrics import DAYS_MAX
 from .selectors import ACTIVITY_MAX
 
@@ -87,38 +97,66 @@ PRIORITY_HELP = "urgent, high, normal (the default) or low; claim-next takes the
 
 
 class ToolInput(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=False)
+    """A tool's input: strict, and a field it does not know is refused."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, validate_by_name=False)
 
 
-class TaskCreateInput(ToolInput):
+class CanonicalInput(ToolInput):
+    """A canonical tool's input: snake_case fields for the services, camelCase on the wire.
+
+    Agents send (and the JSON Schemas publish) only the camelCase aliases (``activeForm``);
+    ``model_dump()`` gives the services their keyword arguments (``active_form``).
+    """
+
+    model_config = ConfigDict(alias_generator=to_camel)
+
+
+class TaskCreateInput(CanonicalInput):
+    """Create a task on the shared board. Use it to plan: one task per concrete step,
+    with an imperative subject and, for work someone else will do, a prompt.
+    Express ordering with blockedBy (ids that must complete first) instead of
+    writing it in the text; use parentId for sub-steps of a bigger task.
+    Returns {task, changes}; the new id is task.id. New tasks are pending and
+    unassigned: claim one with TaskClaim to start it. To create several related
+    tasks at once, prefer TaskBatch (atomic, with refs). Set requiresApproval for
+    risky steps a person must approve first."""
+
     subject: Subject = Field(description='Short imperative title, e.g. "Fix auth bug".')
     description: Long = Field("", description="What needs to be done, in detail.")
-    activeForm: Short = Field(
+    active_form: Short = Field(
         "", description='Present participle shown while in progress, e.g. "Fixing auth bug".'
     )
-    blockedBy: IdList = Field([], description="Ids of tasks that must complete before this one.")
+    blocked_by: IdList = Field([], description="Ids of tasks that must complete before this one.")
     blocks: IdList = Field(
         [], description="Ids of tasks that cannot start until this one completes."
     )
-    parentId: TaskId | None = Field(None, description="Id of the parent task (hierarchy).")
+    parent_id: TaskId | None = Field(None, description="Id of the parent task (hierarchy).")
     metadata: Metadata | None = None
     prompt: Long = Field("", description="Full instructions for the agent that will do the task.")
-    requiresApproval: StrictBool = Field(
+    requires_approval: StrictBool = Field(
         False, description="When true, a person must approve before anyone can start the task."
     )
     priority: PriorityName = Field("normal", description=PRIORITY_HELP)
 
 
-class TaskGetInput(ToolInput):
-    taskId: TaskId
+class TaskGetInput(CanonicalInput):
+    """Read one task in full: description, prompt, result, notes, metadata, owner,
+    blockedBy / blocks, children, approval and version. Use it before working on a
+    task you did not create, or to read another agent's result."""
+
+    task_id: TaskId
 
 
-class UsageInput(ToolInput):
+class UsageInput(CanonicalInput):
     """What the work cost the agent since its last report (added up by the board)."""
 
-    inputTokens: StrictInt = Field(0, ge=0, le=10**9, description="Input tokens used.")
-    outputTokens: StrictInt = Field(0, ge=0, le=10**9, description="Output tokens used.")
-    costUsd: float = Field(0, ge=0, le=10_000, description="Cost in US dollars.")
+    # The services take usage as the mapping agents send: dumped by its camelCase names.
+    model_config = ConfigDict(serialize_by_alias=True)
+
+    input_tokens: StrictInt = Field(0, ge=0, le=10**9, description="Input tokens used.")
+    output_tokens: StrictInt = Field(0, ge=0, le=10**9, description="Output tokens used.")
+    cost_usd: float = Field(0, ge=0, le=10_000, description="Cost in US dollars.")
     model: Annotated[str, StringConstraints(max_length=100)] = Field(
         "", description="The model that did the work."
     )
@@ -130,36 +168,53 @@ USAGE_HELP = (
 )
 
 
-class _UpdateFields(ToolInput):
+class _UpdateFields(CanonicalInput):
     subject: Subject | None = None
     description: Long | None = None
-    activeForm: Short | None = None
+    active_form: Short | None = None
     status: (
         Literal["pending", "in_progress", "completed", "failed", "cancelled", "deleted"] | None
     ) = Field(None, description='New status; "deleted" deletes the task.')
     owner: Annotated[str, StringConstraints(max_length=100)] | None = Field(
         None, description="Agent name (or empty to unassign). Prefer TaskClaim / TaskReassign."
     )
-    addBlockedBy: IdList = Field([], description="Add blockers: tasks that must complete first.")
-    removeBlockedBy: IdList = Field([], description="Remove blockers.")
-    addBlocks: IdList = Field([], description="Add dependents: tasks waiting for this one.")
-    parentId: TaskId | None = Field(None, description="New parent id, or null to clear it.")
+    add_blocked_by: IdList = Field([], description="Add blockers: tasks that must complete first.")
+    remove_blocked_by: IdList = Field([], description="Remove blockers.")
+    add_blocks: IdList = Field([], description="Add dependents: tasks waiting for this one.")
+    parent_id: TaskId | None = Field(None, description="New parent id, or null to clear it.")
     metadata: Metadata | None = None
     prompt: Long | None = None
     result: Long | None = Field(None, description="The task's output; set it when completing.")
     notes: Long | None = None
     priority: PriorityName | None = Field(None, description=PRIORITY_HELP)
-    expectedVersion: Annotated[StrictInt, Field(ge=1)] | None = Field(
+    expected_version: Annotated[StrictInt, Field(ge=1)] | None = Field(
         None, description="Fail with 409 unless the task is still at this version."
     )
     usage: UsageInput | None = Field(None, description=USAGE_HELP)
 
 
 class TaskUpdateInput(_UpdateFields):
-    taskId: TaskId
+    """Change a task. Mark progress with status (in_progress → completed, or failed / cancelled);
+    set result when you complete; 'deleted' removes the task. Completing a task unblocks its
+    dependents automatically (listed as auto_unblock changes). Only fields you send change;
+    metadata is merged key by key and null removes a key. Moving a blocked task or one awaiting
+    approval to in_progress fails with 409. Pass expectedVersion to make sure you do not
+    overwrite someone else's change. To start work on a task prefer TaskClaim, which also sets
+    you as owner atomically."""
+
+    task_id: TaskId
 
 
-class TaskListInput(ToolInput):
+class TaskListInput(CanonicalInput):
+    """List the board's tasks with counts. Use view 'ready' to find work you can claim now, 'open'
+    for everything unfinished, 'blocked' / 'in_progress' / 'done' for the rest; filter by
+    status, owner, blocked or parentId; tree: true orders sub-tasks under their parent with a
+    depth. format 'text' gives one compact line per task ('#2. [ ] Write tests  blocked by:
+    #1'), cheaper to read than JSON. Tasks are summaries (id, subject, status, blocked, owner,
+    blockedBy…; detail: true for full tasks, or TaskGet) in pages of limit (default 100) in id
+    order: when nextCursor is not null, call again with cursor: nextCursor for the rest. total
+    counts every match; counts are the whole board's."""
+
     view: Literal["all", "open", "ready", "blocked", "stuck", "in_progress", "done"] = Field(
         "all",
         description="open = pending or in progress; ready = pending, unblocked, not awaiting "
@@ -169,7 +224,7 @@ class TaskListInput(ToolInput):
     status: Status | None = None
     owner: Annotated[str, StringConstraints(max_length=100)] | None = None
     blocked: StrictBool | None = None
-    parentId: TaskId | None = None
+    parent_id: TaskId | None = None
     tree: StrictBool = Field(False, description="Order depth-first by parent, with a depth field.")
     format: Literal["json", "text"] = Field(
         "json",
@@ -188,13 +243,21 @@ class TaskListInput(ToolInput):
     )
 
 
-class TaskClaimInput(ToolInput):
-    taskId: TaskId | None = Field(
+class TaskClaimInput(CanonicalInput):
+    """Take a task and start it: atomically sets you as owner and status in_progress, with a lease
+    (task.lease.expiresAt) that your tool calls renew; if you go silent past it the task returns
+    to pending. Omit taskId to claim the ready task of highest priority (returns task: null when
+    nothing is ready). Fails with 409 when the task is blocked, owned by another agent,
+    finished, or awaiting someone else's approval; claiming your own task again is a no-op. When
+    the task requires approval, the claim asks a person instead and answers 202 with
+    awaitingApproval: true; call TaskWatch to wait for the decision before doing the work."""
+
+    task_id: TaskId | None = Field(
         None,
         description="The task to claim. Omit it to claim the ready task of highest priority "
         "(then lowest number).",
     )
-    leaseSeconds: StrictInt | None = Field(
+    lease_seconds: StrictInt | None = Field(
         None,
         ge=5,
         le=86_400,
@@ -203,51 +266,66 @@ class TaskClaimInput(ToolInput):
     )
 
 
-class TaskHeartbeatInput(ToolInput):
-    taskId: TaskId | None = Field(
+class TaskHeartbeatInput(CanonicalInput):
+    """Keep your claims alive during long silent work. Every claim has a lease
+    (task.lease.expiresAt); any tool call of yours renews all of them, and when one lapses the
+    task goes back to pending for another agent and your next write to it fails with 409
+    lease_lost. Call this when you work for a long time without other calls. Returns {leases:
+    [{taskId, lease: {expiresAt}}]}."""
+
+    task_id: TaskId | None = Field(
         None, description="Renew the lease on this task only (default: all your leases)."
     )
     usage: UsageInput | None = Field(None, description=USAGE_HELP + " Needs taskId.")
 
 
-class TaskReassignInput(ToolInput):
-    taskId: TaskId
+class TaskReassignInput(CanonicalInput):
+    """Hand a task over to another agent (overrides the owner). Not allowed for blocked or finished
+    tasks. The new owner starts it with TaskClaim."""
+
+    task_id: TaskId
     owner: Name = Field(description="The agent that takes the task over.")
 
 
-class BatchCreate(ToolInput):
+class BatchCreate(CanonicalInput):
     op: Literal["create"]
     ref: Ref | None = None
     subject: Subject
     description: Long = ""
-    activeForm: Short = ""
-    blockedBy: RefList = []
+    active_form: Short = ""
+    blocked_by: RefList = []
     blocks: RefList = []
-    parentId: TaskRef | None = None
+    parent_id: TaskRef | None = None
     metadata: Metadata | None = None
     prompt: Long = ""
-    requiresApproval: StrictBool = False
+    requires_approval: StrictBool = False
     priority: PriorityName = "normal"
 
 
 class BatchUpdate(_UpdateFields):
     op: Literal["update"]
-    taskId: TaskRef
-    addBlockedBy: RefList = []
-    removeBlockedBy: RefList = []
-    addBlocks: RefList = []
-    parentId: TaskRef | None = None
+    task_id: TaskRef
+    add_blocked_by: RefList = []
+    remove_blocked_by: RefList = []
+    add_blocks: RefList = []
+    parent_id: TaskRef | None = None
 
 
-class BatchDelete(ToolInput):
+class BatchDelete(CanonicalInput):
     op: Literal["delete"]
-    taskId: TaskRef
+    task_id: TaskRef
 
 
 BatchOp = Annotated[BatchCreate | BatchUpdate | BatchDelete, Field(discriminator="op")]
 
 
-class TaskBatchInput(ToolInput):
+class TaskBatchInput(CanonicalInput):
+    """Apply many create / update / delete operations atomically: all succeed or none do. Give
+    creates a ref (e.g. 'db') and use that ref in later blockedBy, blocks, parentId or taskId
+    fields of the same batch. The whole dependency graph is checked first: an unknown reference
+    or a cycle rejects the batch with a message like 'Cycle detected: 3 → 5 → 3'. Returns
+    {operations, changes, counts}."""
+
     ops: Annotated[list[BatchOp], Field(min_length=1, max_length=500)]
 
 
@@ -256,157 +334,71 @@ class TaskBatchInput(ToolInput):
 WATCH_DEFAULT_SECONDS = 45
 
 
-class TaskWatchInput(ToolInput):
-    taskId: TaskId
-    timeoutSeconds: Annotated[float, Field(ge=0, le=300)] = Field(
+class TaskWatchInput(CanonicalInput):
+    """Wait until a task finishes (completed, failed or cancelled) or a person decides its pending
+    approval, then return the task; or return at timeoutSeconds (default 45, at most 300) with
+    timedOut: true: then call it again to keep waiting. Use it to wait for another agent's
+    result or for approval instead of polling TaskGet."""
+
+    task_id: TaskId
+    timeout_seconds: Annotated[float, Field(ge=0, le=300)] = Field(
         WATCH_DEFAULT_SECONDS,
         description=f"Give up after this many seconds (default {WATCH_DEFAULT_SECONDS}, at most "
         "300) with timedOut: true; then call again to keep waiting.",
     )
 
 
-class TaskRequestApprovalInput(ToolInput):
-    taskId: TaskId
+class TaskRequestApprovalInput(CanonicalInput):
+    """Ask a person to approve before you do something risky on a task ('about to run the migration
+    — ok?'). The request shows on the board; wait for the answer with TaskWatch. If denied, the
+    task is cancelled with the person's note."""
+
+    task_id: TaskId
     reason: Annotated[str, StringConstraints(min_length=1, max_length=2000, strip_whitespace=True)]
 
 
-class InboxReadInput(ToolInput):
+class InboxReadInput(CanonicalInput):
+    """Read messages people sent you (oldest first). Every tool answer carries unreadMessages: when
+    it is above 0, call InboxRead with ack: true and follow the instructions before going on."""
+
     ack: StrictBool = Field(False, description="Mark the returned messages as read.")
 
 
+def _subclasses(model: type[BaseModel]) -> list[type[BaseModel]]:
+    return [model, *(m for sub in model.__subclasses__() for m in _subclasses(sub))]
+
+
+# The services name a field as Python does (blocked_by); agents of a canonical tool sent it
+# by its name on the wire (blockedBy).
+WIRE_NAMES = {
+    name: to_camel(name)
+    for model in _subclasses(CanonicalInput)
+    for name in model.model_fields
+    if to_camel(name) != name
+}
+
+
+def wire_path(path: str) -> str:
+    """A field path as a canonical tool's agent spells it (``ops.0.blocked_by`` →
+    ``ops.0.blockedBy``); the agent's own keys inside ``metadata`` stay as they are."""
+    parts = path.split(".")
+    for index, part in enumerate(parts):
+        if part == "metadata":
+            break
+        parts[index] = WIRE_NAMES.get(part, part)
+    return ".".join(parts)
+
+
 def validation_details(exc: ValidationError) -> list[dict[str, str]]:
-    """Every wrong field, named by its path (``ops.1.subject``)."""
+    """Every wrong field, named by its path (``ops.1.subject``; ``(body)`` for the whole)."""
     details = []
     for error in exc.errors(include_url=False, include_input=False):
         loc = [str(part) for part in error["loc"]]
         # Drop the discriminator tag pydantic inserts for union members (ops.0.create.subject).
         if len(loc) >= 3 and loc[0] == "ops" and loc[2] in {"create", "update", "delete"}:
             del loc[2]
-        details.append({"field": ".".join(loc) or "(body)", "message": error["msg"]})
+        details.append({"field": ".".join(loc) or BODY, "message": error["msg"]})
     return details
-
-
-def update_kwargs(data: _UpdateFields) -> dict[str, Any]:
-    """Service keyword arguments for the fields an update actually sent."""
-    sent = data.model_fields_set
-    mapping = {
-        "subject": "subject",
-        "description": "description",
-        "activeForm": "active_form",
-        "status": "status",
-        "owner": "owner",
-        "addBlockedBy": "add_blocked_by",
-        "removeBlockedBy": "remove_blocked_by",
-        "addBlocks": "add_blocks",
-        "parentId": "parent_id",
-        "metadata": "metadata",
-        "prompt": "prompt",
-        "result": "result",
-        "notes": "notes",
-        "priority": "priority",
-        "expectedVersion": "expected_version",
-    }
-    kwargs = {py: getattr(data, public) for public, py in mapping.items() if public in sent}
-    if "usage" in sent and data.usage is not None:
-        kwargs["usage"] = data.usage.model_dump()
-    return kwargs
-
-
-TOOL_DESCRIPTIONS: dict[str, str] = {
-    "TaskCreate": (
-        "Create a task on the shared board. Use it to plan: one task per concrete step, "
-        "with an imperative subject and, for work someone else will do, a prompt. "
-        "Express ordering with blockedBy (ids that must complete first) instead of "
-        "writing it in the text; use parentId for sub-steps of a bigger task. "
-        "Returns {task, changes}; the new id is task.id. New tasks are pending and "
-        "unassigned: claim one with TaskClaim to start it. To create several related "
-        "tasks at once, prefer TaskBatch (atomic, with refs). Set requiresApproval for "
-        "risky steps a person must approve first."
-    ),
-    "TaskGet": (
-        "Read one task in full: description, prompt, result, notes, metadata, owner, "
-        "blockedBy / blocks, children, approval and version. Use it before working on a "
-        "task you did not create, or to read another agent's result."
-    ),
-    "TaskUpdate": (
-        "Change a task. Mark progress with status (in_progress → completed, or failed / "
-        "cancelled); set result when you complete; 'deleted' removes the task. Completing "
-        "a task unblocks its dependents automatically (listed as auto_unblock changes). "
-        "Only fields you send change; metadata is merged key by key and null removes a "
-        "key. Moving a blocked task or one awaiting approval to in_progress fails with "
-        "409. Pass expectedVersion to make sure you do not overwrite someone else's change. "
-        "To start work on a task prefer TaskClaim, which also sets you as owner atomically."
-    ),
-    "TaskList": (
-        "List the board's tasks with counts. Use view 'ready' to find work you can claim "
-        "now, 'open' for everything unfinished, 'blocked' / 'in_progress' / 'done' for the "
-        "rest; filter by status, owner, blocked or parentId; tree: true orders sub-tasks "
-        "under their parent with a depth. format 'text' gives one compact line per task "
-        "('#2. [ ] Write tests  blocked by: #1'), cheaper to read than JSON. Tasks are "
-        "summaries (id, subject, status, blocked, owner, blockedBy…; detail: true for full "
-        "tasks, or TaskGet) in pages of limit (default 100) in id order: when nextCursor is "
-        "not null, call again with cursor: nextCursor for the rest. total counts every "
-        "match; counts are the whole board's."
-    ),
-    "TaskClaim": (
-        "Take a task and start it: atomically sets you as owner and status in_progress, "
-        "with a lease (task.lease.expiresAt) that your tool calls renew; if you go silent "
-        "past it the task returns to pending. Omit taskId to claim the ready task of "
-        "highest priority (returns task: null when nothing is ready). Fails with 409 when the task is blocked, owned by another "
-        "agent, finished, or awaiting someone else's approval; claiming your own task "
-        "again is a no-op. When the task requires approval, the claim asks a person "
-        "instead and answers 202 with awaitingApproval: true; call TaskWatch to wait for "
-        "the decision before doing the work."
-    ),
-    "TaskReassign": (
-        "Hand a task over to another agent (overrides the owner). Not allowed for "
-        "blocked or finished tasks. The new owner starts it with TaskClaim."
-    ),
-    "TaskBatch": (
-        "Apply many create / update / delete operations atomically: all succeed or none "
-        "do. Give creates a ref (e.g. 'db') and use that ref in later blockedBy, blocks, "
-        "parentId or taskId fields of the same batch. The whole dependency graph is "
-        "checked first: an unknown reference or a cycle rejects the batch with a message "
-        "like 'Cycle detected: 3 → 5 → 3'. Returns {operations, changes, counts}."
-    ),
-    "TaskWatch": (
-        "Wait until a task finishes (completed, failed or cancelled) or a person decides "
-        "its pending approval, then return the task; or return at timeoutSeconds (default "
-        "45, at most 300) with timedOut: true: then call it again to keep waiting. Use it to "
-        "wait for another agent's result or for approval instead of polling TaskGet."
-    ),
-    "TaskRequestApproval": (
-        "Ask a person to approve before you do something risky on a task ('about to run "
-        "the migration — ok?'). The request shows on the board; wait for the answer with "
-        "TaskWatch. If denied, the task is cancelled with the person's note."
-    ),
-    "TaskHeartbeat": (
-        "Keep your claims alive during long silent work. Every claim has a lease "
-        "(task.lease.expiresAt); any tool call of yours renews all of them, and when one "
-        "lapses the task goes back to pending for another agent and your next write to it "
-        "fails with 409 lease_lost. Call this when you work for a long time without other "
-        "calls. Returns {leases: [{taskId, lease: {expiresAt}}]}."
-    ),
-    "InboxRead": (
-        "Read messages people sent you (oldest first). Every tool answer carries "
-        "unreadMessages: when it is above 0, call InboxRead with ack: true and follow "
-        "the instructions before going on."
-    ),
-}
-
-TOOL_INPUTS: dict[str, type[ToolInput]] = {
-    "TaskCreate": TaskCreateInput,
-    "TaskGet": TaskGetInput,
-    "TaskUpdate": TaskUpdateInput,
-    "TaskList": TaskListInput,
-    "TaskClaim": TaskClaimInput,
-    "TaskReassign": TaskReassignInput,
-    "TaskBatch": TaskBatchInput,
-    "TaskWatch": TaskWatchInput,
-    "TaskRequestApproval": TaskRequestApprovalInput,
-    "InboxRead": InboxReadInput,
-    "TaskHeartbeat": TaskHeartbeatInput,
-}
 
 
 @dataclass(frozen=True)
@@ -429,22 +421,6 @@ class Hints:
         }
 
 
-TOOL_HINTS: dict[str, Hints] = {
-    "TaskCreate": Hints("Create a task"),
-    "TaskGet": Hints("Read a task", read_only=True, idempotent=True),
-    "TaskUpdate": Hints("Update or delete a task", destructive=True),
-    "TaskList": Hints("List the board's tasks", read_only=True, idempotent=True),
-    "TaskClaim": Hints("Claim a task and start it"),
-    "TaskReassign": Hints("Hand a task to another agent", destructive=True),
-    "TaskBatch": Hints("Apply many changes at once", destructive=True),
-    "TaskWatch": Hints("Wait for a task", read_only=True, idempotent=True),
-    "TaskRequestApproval": Hints("Ask a person to approve"),
-    # ack: true marks messages read, so the tool as a whole is not read-only.
-    "InboxRead": Hints("Read messages from people", idempotent=True),
-    "TaskHeartbeat": Hints("Keep my claims alive", idempotent=True),
-}
-
-
 def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """A pydantic schema as plain JSON Schema 2020-12: no OpenAPI ``discriminator``
     keyword (strict validators refuse unknown keywords), no top-level title."""
@@ -461,13 +437,115 @@ def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def input_schema(name: str) -> dict[str, Any]:
-    return strict_schema(TOOL_INPUTS[name].model_json_schema())
+def one_paragraph(doc: str | None) -> str:
+    """A docstring as one paragraph: its lines joined by single spaces."""
+    return " ".join(line.strip() for line in inspect.cleandoc(doc or "").splitlines())
 
 
-def output_schema(name: str) -> dict[str, Any]:
-    """The JSON Schema of the tool's answer (boards.answers), as clients validate it."""
-    return strict_schema(TOOL_ANSWERS[name].model_json_schema(by_alias=True))
+Handler = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One tool as its handler's ``@tool`` declares it. Every door (``boards.tools``), the
+    tool listings, the OpenAPI document, MCP and the Connect page read these."""
+
+    name: str
+    input: type[ToolInput]
+    handler: Handler
+    description: str
+    answer: type[BaseModel] | None = None
+    hints: Hints | None = None
+    # None: a canonical tool; else the seed whose agents call it (SPEC §4 "Seed dialects").
+    dialect: str | None = None
+    # What a 202 answer means, for a tool that may answer one.
+    accepted: str = ""
+    # Other names that call this tool (seed 002's namespaces); its groups are passed to
+    # the handler as keyword arguments.
+    pattern: re.Pattern[str] | None = None
+
+    @property
+    def waits(self) -> bool:
+        """A waiting tool (TaskWatch) runs on the event loop, holding no thread or connection."""
+        return inspect.iscoroutinefunction(self.handler)
+
+    def called(self, name: str) -> Tool | None:
+        """This tool as called by ``name``, or None when that name does not call it."""
+        if self.pattern is None:
+            return self if name == self.name else None
+        match = self.pattern.match(name)
+        if match is None:
+            return None
+        return replace(self, name=name, handler=partial(self.handler, **match.groupdict()))
+
+    def input_schema(self) -> dict[str, Any]:
+        schema = strict_schema(self.input.model_json_schema())
+        schema.pop("description", None)  # the docstring: the tool's description, beside it
+        return schema
+
+    def output_schema(self) -> dict[str, Any] | None:
+        """The JSON Schema of the answer (boards.answers), as clients validate it; a refusal's
+        shape rides along in ``$defs`` as ``ToolError`` (an MCP client reads it as the text of
+        a result with isError: true)."""
+        if self.answer is None:
+            return None
+        schema = strict_schema(self.answer.model_json_schema(by_alias=True))
+        error = ErrorBody.model_json_schema()
+        schema["$defs"] = {
+            **schema.get("$defs", {}),
+            **error.pop("$defs"),
+            "ToolError": strict_schema(error),
+        }
+        return schema
+
+    def definition(self, fmt: str) -> dict[str, Any]:
+        return definition(
+            self.name, self.description, self.input_schema(), fmt, self.hints, self.output_schema()
+        )
+
+
+# Every tool, by name, in the order declared: filled by ``@tool`` as ``boards.canonical``
+# and ``boards.dialects`` are imported. Read it through ``boards.tools``, which imports both.
+TOOLS: dict[str, Tool] = {}
+
+
+def tool(
+    *,
+    name: str,
+    input: type[ToolInput],
+    answer: type[BaseModel] | None = None,
+    hints: Hints | None = None,
+    dialect: str | None = None,
+    accepted: str = "",
+    pattern: str | None = None,
+    description: str | None = None,
+) -> Callable[[Handler], Handler]:
+    """Declare the decorated handler as the tool ``name``: the one declaration of a tool.
+
+    Its description is the input model's docstring (``description`` adds to it what the
+    model cannot say alone), its input and answer schemas are the models', its MCP
+    annotations the ``hints``. A canonical tool needs an answer model and hints.
+    """
+
+    def register(handler: Handler) -> Handler:
+        if name in TOOLS:
+            raise ValueError(f"The tool {name!r} is declared twice")
+        if dialect is None and (answer is None or hints is None):
+            raise ValueError(f"The canonical tool {name!r} needs an answer model and hints")
+        TOOLS[name] = Tool(
+            name=name,
+            input=input,
+            handler=handler,
+            description=description or one_paragraph(input.__doc__),
+            answer=answer,
+            hints=hints,
+            dialect=dialect,
+            accepted=accepted,
+            pattern=re.compile(pattern) if pattern else None,
+        )
+        return handler
+
+    return register
 
 
 def definition(
@@ -494,72 +572,71 @@ def definition(
     return tool
 
 
-def tool_definitions(fmt: str = "anthropic") -> list[dict[str, Any]]:
-    """Every tool as Anthropic's ``{name, description, input_schema}`` or OpenAI's function."""
-    return [
-        definition(
-            name,
-            TOOL_DESCRIPTIONS[name],
-            input_schema(name),
-            fmt,
-            TOOL_HINTS[name],
-            output_schema(name),
-        )
-        for name in TOOL_INPUTS
-    ]
+def tool_definitions(tools: Iterable[Tool], fmt: str = "anthropic") -> list[dict[str, Any]]:
+    """The tools as Anthropic's ``{name, description, input_schema}`` or OpenAI's functions."""
+    return [t.definition(fmt) for t in tools]
 
 
-ERROR_SCHEMA = {
-    "type": "object",
-    "required": ["error"],
-    "properties": {
-        "error": {
-            "type": "object",
-            "required": ["code", "message"],
-            "properties": {
-                "code": {"type": "string"},
-                "message": {"type": "string"},
-                "details": {},
-            },
-        }
-    },
-}
+def _components(model: type[BaseModel], components: dict[str, Any]) -> dict[str, Any]:
+    """``model``'s schema for an OpenAPI document, its own models added to ``components``."""
+    schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+    components.update(schema.pop("$defs", {}))
+    return schema
 
 
-def openapi_document() -> dict[str, Any]:
-    """OpenAPI 3.1 description of the tool endpoint, generated from the same models."""
-    components: dict[str, Any] = {"Error": ERROR_SCHEMA}
+def openapi_document(tools: Iterable[Tool]) -> dict[str, Any]:
+    """OpenAPI 3.1 description of the tool endpoint, generated from the tools' models."""
+    components: dict[str, Any] = {}
+    components["Error"] = _components(ErrorBody, components)
+    error = "#/components/schemas/Error"
+    invalid = _typed_error(
+        components, "InvalidInputError", {"$ref": "#/components/schemas/FieldErrors"}
+    )
+    components["FieldErrors"] = {
+        "type": "array",
+        "items": {"$ref": "#/components/schemas/FieldError"},
+    }
+    conflict = _typed_error(
+        components,
+        "ConflictError",
+        {
+            "anyOf": [
+                {"$ref": f"#/components/schemas/{m.__name__}"} for m in CONFLICT_DETAILS.values()
+            ]
+        },
+    )
     paths: dict[str, Any] = {}
     errors = {
         str(code): {
             "description": text,
-            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+            "content": {"application/json": {"schema": {"$ref": ref}}},
         }
-        for code, text in [
-            (400, "Invalid input; details name every wrong field"),
-            (401, "No or unknown token"),
-            (403, "Token of another board, or revoked"),
-            (404, "Unknown board, tool or task"),
-            (409, "Conflict: claim lost, blocked, stale version"),
-            (413, "Body too large"),
+        for code, text, ref in [
+            (400, "Invalid input; details name every wrong field", invalid),
+            (401, "No or unknown token", error),
+            (403, "Token of another board, or revoked", error),
+            (404, "Unknown board, tool or task", error),
+            (409, "Conflict: claim lost, blocked, stale version; details by code", conflict),
+            (413, "Body too large", error),
         ]
     }
-    for name, model in TOOL_INPUTS.items():
-        schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
-        components.update(schema.pop("$defs", {}))
+    for t in tools:
+        model = t.input
+        schema = _components(model, components)
+        schema.pop("description", None)  # the operation's description says it
         components[model.__name__] = schema
         ok = {
             "description": "The tool's answer",
             "content": {"application/json": {"schema": {"type": "object"}}},
         }
         responses = {"200": ok, **errors}
-        if name == "TaskClaim":
-            responses["202"] = {**ok, "description": "Claim recorded as an approval request"}
-        paths[f"/api/boards/{{slug}}/tools/{name}"] = {
+        if t.accepted:
+            responses["202"] = {**ok, "description": t.accepted}
+        paths[f"/api/boards/{{slug}}/tools/{t.name}"] = {
             "post": {
-                "operationId": name,
-                "summary": TOOL_DESCRIPTIONS[name].split(". ")[0],
-                "description": TOOL_DESCRIPTIONS[name],
+                "operationId": t.name,
+                "summary": t.description.split(". ")[0],
+                "description": t.description,
                 "parameters": [
                     {"name": "slug", "in": "path", "required": True, "schema": {"type": "string"}}
                 ],
@@ -608,6 +685,17 @@ def openapi_document() -> dict[str, Any]:
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         },
     }
+
+
+def _typed_error(components: dict[str, Any], name: str, details: dict[str, Any]) -> str:
+    """An error schema whose ``details`` are ``details`` (a 400's, a 409's), as a component."""
+    components[name] = {
+        "allOf": [
+            {"$ref": "#/components/schemas/Error"},
+            {"properties": {"error": {"properties": {"details": details}}}},
+        ]
+    }
+    return f"#/components/schemas/{name}"
 
 
 class HookInput(BaseModel):

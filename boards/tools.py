@@ -1,7 +1,8 @@
 """The tool pipeline: every agent door (HTTP tool endpoint, MCP) calls ``tools.call``.
 
-``call(caller, name, arguments)`` looks the tool up (canonical, or a seed
-dialect's), validates the arguments with its pydantic model, runs it (in a
+``call(caller, name, arguments)`` looks the tool up in the one registry the
+handlers' ``@tool`` declarations fill (``schemas.TOOLS``: the canonical tools of
+``boards.canonical`` and the seeds' of ``boards.dialects``, both imported here), validates the arguments with its pydantic model, runs it (in a
 worker thread, or on the event loop for the waiting tools), adds
 ``unreadMessages`` to an object answer, and turns any failure into a
 ``ServiceError``. The doors only carry transport: reading the request,
@@ -10,87 +11,97 @@ authenticating (``boards.auth``) and writing ``Answer`` or ``errors.error_body``
 
 from __future__ import annotations
 
-import inspect
 import logging
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections
 from pydantic import ValidationError
 
-from . import canonical, dialects, schemas, selectors, services
+# Importing the handlers' modules declares their tools (``@tool``): canonical, then seeds'.
+from . import canonical, dialects, schemas, selectors, services  # noqa: F401
 from .auth import Caller
 from .canonical import Answer
-from .errors import InternalError, InvalidInput, NotFound, ServiceError, store_busy
+from .errors import BODY, InternalError, InvalidInput, NotFound, ServiceError, store_busy
+from .schemas import Tool
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Answer", "Caller", "Tool", "call", "lookup"]
+__all__ = ["Answer", "Caller", "Tool", "call", "listed", "lookup"]
 
 
-@dataclass(frozen=True)
-class Tool:
-    name: str
-    model: type[schemas.ToolInput]
-    handler: Callable[..., Any]
-    # A waiting tool (TaskWatch) runs on the event loop, holding no thread or connection.
-    waits: bool = False
+def find(name: str, *, seed_dialects: bool = True) -> Tool | None:
+    """The tool called ``name``: a canonical one, or (``seed_dialects``) a seed's; else None."""
+    found = schemas.TOOLS.get(name)
+    if found is None or found.pattern is not None:
+        found = next(
+            (c for t in schemas.TOOLS.values() if t.pattern and (c := t.called(name))), None
+        )
+    if found is None or (found.dialect is not None and not seed_dialects):
+        return None
+    return found
 
 
 def lookup(name: str, *, seed_dialects: bool = True) -> Tool:
-    """The tool called ``name``: a canonical one, or (``seed_dialects``) a seed's; else 404."""
-    if name in canonical.HANDLERS:
-        handler = canonical.HANDLERS[name]
-        return Tool(name, schemas.TOOL_INPUTS[name], handler, inspect.iscoroutinefunction(handler))
-    dialect = dialects.dialect_for(name) if seed_dialects else None
-    if dialect is None:
+    """``find``, or 404 naming the unknown tool."""
+    found = find(name, seed_dialects=seed_dialects)
+    if found is None:
         raise NotFound(
             f"Unknown tool {name[:64]!r}; list the tools to see them", code="unknown_tool"
         )
-    return Tool(name, dialect.model, dialect.handler, dialect.is_async)
+    return found
 
 
-def unstorable(value: Any) -> str | None:
-    """Why a parsed JSON value cannot be stored as it is, or None.
+def listed(dialect: str | None = None) -> list[Tool]:
+    """The canonical tools in the order declared, or (``dialect``) a seed's."""
+    if dialect is not None and dialect not in dialects.DIALECTS:
+        raise ValueError(f"unknown dialect {dialect!r}; one of {', '.join(dialects.DIALECTS)}")
+    return [t for t in schemas.TOOLS.values() if t.dialect == dialect]
+
+
+def unstorable(value: Any, path: str = "") -> tuple[str, str] | None:
+    """Where (a field path, ``BODY`` for the whole) and why a parsed JSON value cannot be
+    stored as it is, or None.
 
     PostgreSQL cannot store U+0000 in text, and NaN or Infinity is not JSON (Python's
     parser accepts them, a JSON column refuses them): refused the same on every backend.
     """
-    stack = [value]
+    stack = [(path, value)]
     while stack:
-        item = stack.pop()
+        at, item = stack.pop()
         if isinstance(item, str):
             if "\x00" in item:
-                return "Strings must not contain the NUL character (\\u0000)"
+                return at or BODY, "Strings must not contain the NUL character (\\u0000)"
         elif isinstance(item, float):
             if not math.isfinite(item):
-                return "Numbers must be finite: NaN and Infinity are not JSON"
+                return at or BODY, "Numbers must be finite: NaN and Infinity are not JSON"
         elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
+            for key, inner in item.items():
+                stack.append((at, key))  # a wrong key: named by where it is
+                stack.append((f"{at}.{key:.64}" if at else f"{key:.64}", inner))
         elif isinstance(item, list):
-            stack.extend(item)
+            stack.extend((f"{at}.{i}" if at else str(i), inner) for i, inner in enumerate(item))
     return None
 
 
 def validate(tool: Tool, arguments: Any) -> schemas.ToolInput:
     """The tool's input model from JSON arguments; every wrong field is named."""
     if not isinstance(arguments, dict):
-        raise InvalidInput("The tool's input must be a JSON object")
+        raise InvalidInput("The tool's input must be a JSON object", field=BODY)
     problem = unstorable(arguments)
     if problem is not None:
-        raise InvalidInput(problem)
+        at, message = problem
+        raise InvalidInput(message, field=at)
     try:
-        return tool.model.model_validate(arguments)
+        return tool.input.model_validate(arguments)
     except ValidationError as exc:
         details = schemas.validation_details(exc)
         summary = "; ".join(f"{d['field']}: {d['message']}" for d in details[:10])
         raise InvalidInput(f"Invalid input for {tool.name}: {summary}", details=details) from exc
     except RecursionError as exc:
-        raise InvalidInput("Input is nested too deeply") from exc
+        raise InvalidInput("Input is nested too deeply", field=BODY) from exc
 
 
 def _with_unread(caller: Caller, answer: Answer) -> Answer:
@@ -99,9 +110,21 @@ def _with_unread(caller: Caller, answer: Answer) -> Answer:
     return answer
 
 
+def _as_sent(tool: Tool, exc: InvalidInput) -> None:
+    """A service names a wrong field as Python does (``blocked_by``): name it as the agent
+    of a canonical tool sent it (``blockedBy``)."""
+    if tool.dialect is None:
+        exc.details = [{**d, "field": schemas.wire_path(d["field"])} for d in exc.details]
+
+
 def _run(caller: Caller, tool: Tool, arguments: Any) -> Answer:
     with services.acting_with(services.Grant(caller.token_id, caller.orchestrator)):
-        return _with_unread(caller, tool.handler(caller, validate(tool, arguments)))
+        data = validate(tool, arguments)
+        try:
+            return _with_unread(caller, tool.handler(caller, data))
+        except InvalidInput as exc:
+            _as_sent(tool, exc)
+            raise
 
 
 def _failed(exc: Exception, name: str, caller: Caller) -> ServiceError:
@@ -169,6 +192,9 @@ async def call(
         await sync_to_async(close_old_connections)()
         answer = await tool.handler(caller, data)
         return await sync_to_async(_with_unread)(caller, answer)
+    except InvalidInput as exc:
+        _as_sent(tool, exc)
+        raise
     except ServiceError:
         raise
     except Exception as exc:

@@ -25,7 +25,7 @@ from django.utils.timesince import timesince
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.middleware import HtmxDetails
 
-from . import charts, clients, gates, metrics, numbers, permissions, selectors, services
+from . import charts, clients, gates, metrics, numbers, permissions, selectors, services, tools
 from .activity import SIGNALS
 from .errors import InvalidInput, NotFound, ServiceError, error_body
 from .models import (
@@ -182,7 +182,7 @@ def _posted_version(value: str | None) -> int | None:
         return None
     version = numbers.digits(value, field="version")
     if version is None:
-        raise InvalidInput("version: the task's version as a whole number")
+        raise InvalidInput("version: the task's version as a whole number", field="version")
     return version
 
 
@@ -191,7 +191,7 @@ def _act_status(request: HtmxHttpRequest, board: Board, role: Role, number: int)
     status = DROP_STATUS.get(status, status)
     if status not in Status.values:
         # Deleting has its own confirmed action; a status post never deletes.
-        raise InvalidInput(f"status: unknown status {status[:40]!r}")
+        raise InvalidInput(f"status: unknown status {status[:40]!r}", field="status")
     services.task_update(
         board=board,
         actor=_person(request),
@@ -567,7 +567,7 @@ def gate_rules(request: HtmxHttpRequest, board: Board, role: Role) -> HttpRespon
             if "remove" in request.POST:
                 rule_id = numbers.digits(request.POST.get("remove", ""), field="remove")
                 if rule_id is None:
-                    raise InvalidInput("remove: the rule to remove")
+                    raise InvalidInput("remove: the rule to remove", field="remove")
                 services.gate_rule_remove(board=board, actor=_person(request), rule_id=rule_id)
                 messages.success(request, "Rule removed.")
                 return redirect("gate-rules", slug=board.slug)
@@ -655,7 +655,9 @@ def webhook_list(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResp
                 )
                 messages.success(request, "Queued again.")
             else:
-                raise InvalidInput("action: add, pause, resume, rotate, remove, test or redeliver")
+                raise InvalidInput(
+                    "action: add, pause, resume, rotate, remove, test or redeliver", field="action"
+                )
         except ServiceError as exc:
             error = exc.message
         else:
@@ -742,7 +744,7 @@ def _graph_scope(request: HtmxHttpRequest) -> tuple[str, int | None]:
     if task:
         number = numbers.digits(task, field="task")
         if number is None:
-            raise InvalidInput("task: a task number", details=[{"field": "task"}])
+            raise InvalidInput("task: a task number", field="task")
         return "task", number
     return request.GET.get("scope", "open"), None
 
@@ -824,7 +826,8 @@ CONNECT_TOKEN_KEY = "kanban:connect-token"  # noqa: S105 - a session key, not a 
 @board_access("tokens")
 def connect_agent(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResponse:
     """ "Connect an agent": issue a token and copy-ready setup for the common clients,
-    with this board's addresses filled in, and the instructions agents follow."""
+    with this board's addresses filled in, the tools agents get, and the instructions
+    they follow."""
     error = ""
     if request.method == "POST":
         try:
@@ -852,6 +855,7 @@ def connect_agent(request: HtmxHttpRequest, board: Board, role: Role) -> HttpRes
         "mcp_url": request.build_absolute_uri(f"/mcp/{board.slug}/"),
         "api_url": request.build_absolute_uri(f"/api/boards/{board.slug}/tools/"),
         "tools_url": request.build_absolute_uri(f"/api/boards/{board.slug}/tools"),
+        "tools": tools.listed(),
         "hook_url": hook_url,
         "claude_settings": json.dumps(
             clients.claude_settings(hook_url, longest_wait), indent=2, ensure_ascii=False

@@ -10,6 +10,7 @@ from django.test import Client
 from jsonschema import Draft202012Validator
 
 from boards import schemas, services
+from boards.tools import listed, lookup
 from tests.factories import make_token
 
 WELL_KNOWN = [
@@ -50,8 +51,8 @@ def test_an_unknown_board_and_a_bad_token_look_the_same(board):
 
 
 def test_every_tool_has_a_title_and_hints_and_a_strict_schema():
-    definitions = {d["name"]: d for d in schemas.tool_definitions()}
-    assert set(definitions) == set(schemas.TOOL_INPUTS)
+    definitions = {d["name"]: d for d in schemas.tool_definitions(listed())}
+    assert set(definitions) == {t.name for t in listed()}
     read_only = {n for n, d in definitions.items() if d["annotations"]["readOnlyHint"]}
     destructive = {n for n, d in definitions.items() if d["annotations"]["destructiveHint"]}
     assert read_only == {"TaskGet", "TaskList", "TaskWatch"}
@@ -76,7 +77,7 @@ def test_every_tool_has_a_title_and_hints_and_a_strict_schema():
 def test_each_advertised_bound_is_the_one_the_server_checks(
     alice, tool, field, below, lowest, highest, above
 ):
-    schema = schemas.input_schema(tool)["properties"][field]
+    schema = lookup(tool).input_schema()["properties"][field]
     branches = schema.get("anyOf", [schema])
     bounded = next(b for b in branches if "minimum" in b)
     assert (bounded["minimum"], bounded["maximum"]) == (lowest, highest)
@@ -93,7 +94,7 @@ def test_each_advertised_bound_is_the_one_the_server_checks(
 
 
 def test_the_default_watch_ends_before_a_60_second_client_timeout():
-    default = schemas.input_schema("TaskWatch")["properties"]["timeoutSeconds"]["default"]
+    default = lookup("TaskWatch").input_schema()["properties"]["timeoutSeconds"]["default"]
     assert default == 45 < 60
 
 
@@ -108,9 +109,7 @@ def test_the_http_tool_listing_carries_the_hints(board):
 @pytest.mark.django_db(transaction=True)  # TaskWatch reads from its own thread
 def test_every_answer_is_valid_under_its_tools_output_schema(alice, bob, board):
     """A scenario that calls every tool (and the answers' variants): each answer validates."""
-    validators = {
-        name: Draft202012Validator(schemas.output_schema(name)) for name in schemas.TOOL_INPUTS
-    }
+    validators = {t.name: Draft202012Validator(t.output_schema()) for t in listed()}
     for validator in validators.values():
         Draft202012Validator.check_schema(validator.schema)
     answers: list[tuple[str, dict]] = []
@@ -150,7 +149,7 @@ def test_every_answer_is_valid_under_its_tools_output_schema(alice, bob, board):
     call(alice, "InboxRead", {"ack": True})
     call(bob, "TaskClaim", {})  # claim-next: #2 waits for approval, nothing is ready
     call(bob, "TaskUpdate", {"taskId": "2", "status": "deleted"})
-    assert {tool for tool, _ in answers} == set(schemas.TOOL_INPUTS)
+    assert {tool for tool, _ in answers} == {t.name for t in listed()}
     for tool, body in answers:
         errors = sorted(validators[tool].iter_errors(body), key=str)
         assert not errors, (tool, [e.message for e in errors[:3]], body)
@@ -160,4 +159,4 @@ def test_the_listings_carry_output_schemas(board):
     token = make_token(board, "alice")
     listed = Client().get("/api/boards/team/tools", headers={"Authorization": f"Bearer {token}"})
     for tool in listed.json()["tools"]:
-        assert tool["output_schema"] == schemas.output_schema(tool["name"])
+        assert tool["output_schema"] == lookup(tool["name"]).output_schema()

@@ -18,6 +18,7 @@ from channels.testing import HttpCommunicator
 from boards import edge, numbers, services
 from boards.errors import InvalidInput
 from boards.models import Board, Event, Membership, Role, Task, Webhook
+from boards.services.boards import BUDGET_MAX
 from tests.factories import make_task, make_token
 
 # "²" passes str.isdigit() and int() refuses it; "٣" and "１０" int() reads as 3 and 10.
@@ -380,7 +381,12 @@ def test_a_budget_of_nan_or_infinity_is_refused_naming_the_field(scene, person_c
 def test_the_settings_service_refuses_a_budget_that_is_no_number(board, budget):
     with pytest.raises(InvalidInput) as refused:
         services.board_settings(board=board, actor="pat", budgetUsd=budget)
-    assert refused.value.details == [{"field": "budgetUsd"}]
+    assert refused.value.details == [
+        {
+            "field": "budgetUsd",
+            "message": f"dollars from 0 to {BUDGET_MAX} (like 250 or 99.50), or empty for no budget",
+        }
+    ]
 
 
 def test_a_board_setting_in_ascii_digits_is_still_saved(scene, person_client):

@@ -22,8 +22,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.types.version import LATEST_HANDSHAKE_VERSION, LATEST_MODERN_VERSION
 
-from boards import schemas
 from boards.liveserver import Cluster
+from boards.tools import listed, lookup
 
 pytestmark = pytest.mark.slow
 
@@ -131,14 +131,16 @@ async def test_initialize_and_list_tools(live: Live) -> None:
         assert "'alice'" in (init.instructions or "")
 
         tools = (await client.list_tools()).tools
-    assert [t.name for t in tools] == list(schemas.TOOL_INPUTS)
+    assert [t.name for t in tools] == [t.name for t in listed()]
     assert len(tools) == 11
     for tool in tools:
-        hints = schemas.TOOL_HINTS[tool.name]
-        assert tool.description == schemas.TOOL_DESCRIPTIONS[tool.name]
-        assert tool.input_schema == schemas.input_schema(tool.name)
+        declared = lookup(tool.name, seed_dialects=False)
+        hints = declared.hints
+        assert hints is not None
+        assert tool.description == declared.description
+        assert tool.input_schema == declared.input_schema()
         # The SDK's client validates each structured answer against it (every call below).
-        assert tool.output_schema == schemas.output_schema(tool.name)
+        assert tool.output_schema == declared.output_schema()
         assert tool.title == hints.title
         assert tool.annotations is not None
         assert tool.annotations.read_only_hint is hints.read_only

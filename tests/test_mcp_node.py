@@ -35,8 +35,8 @@ from typing import Any
 
 import pytest
 
-from boards import schemas
 from boards.liveserver import Cluster, Server
+from boards.tools import listed, lookup
 from tests.npm import npm_ci
 
 pytestmark = pytest.mark.slow  # a live server, and Node processes
@@ -158,9 +158,11 @@ def test_only_a_watch_with_progress_is_answered_as_a_stream(summary: dict[str, A
 
 def test_tools_have_titles_annotations_and_output_schemas(summary: dict[str, Any]) -> None:
     tools = {tool["name"]: tool for tool in summary["tools"]}
-    assert list(tools) == list(schemas.TOOL_INPUTS)
+    assert list(tools) == [t.name for t in listed()]
     for name, tool in tools.items():
-        hints = schemas.TOOL_HINTS[name]
+        declared = lookup(name, seed_dialects=False)
+        hints = declared.hints
+        assert hints is not None
         assert tool["title"] == hints.title
         assert tool["annotations"] == {
             "title": hints.title,
@@ -169,8 +171,8 @@ def test_tools_have_titles_annotations_and_output_schemas(summary: dict[str, Any
             "idempotentHint": hints.idempotent,
             "openWorldHint": False,
         }, name
-        assert tool["inputSchema"] == schemas.input_schema(name)
-        assert tool["outputSchema"] == schemas.output_schema(name)
+        assert tool["inputSchema"] == declared.input_schema()
+        assert tool["outputSchema"] == declared.output_schema()
     # The SDK compiled a validator for each output schema when it listed the tools.
     assert summary["validatorsCompiled"] == len(tools)
 

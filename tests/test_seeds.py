@@ -69,7 +69,9 @@ def test_seed_003_batch_rejected_for_a_cycle(alice):
     assert reply.error == {
         "code": "cycle",
         "message": "Cycle detected: 3 → 5 → 3",
-        "details": {"cycle": ["3", "5", "3"]},
+        "details": [
+            {"field": "blockedBy", "message": "Cycle detected: 3 → 5 → 3", "cycle": ["3", "5", "3"]}
+        ],
     }
     assert alice.call("TaskList").body["total"] == 2
 

@@ -172,7 +172,7 @@ def graph(board: Board, scope: str = "open", around: int | None = None) -> dict[
     elif scope == "open":
         tasks = tasks.unfinished()
     elif scope != "all":
-        raise InvalidInput("scope: open, all or task", details=[{"field": "scope"}])
+        raise InvalidInput("scope: open, all or task", field="scope")
     rows = list(
         tasks.values_list(
             "pk",

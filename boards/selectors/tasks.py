@@ -349,7 +349,7 @@ def decode_cursor(cursor: str) -> int:
     except (ValueError, UnicodeDecodeError) as exc:
         raise InvalidInput(
             "cursor: not a cursor this server gave out; start again without one",
-            details=[{"field": "cursor"}],
+            field="cursor",
         ) from exc
 
 

@@ -98,10 +98,12 @@ def token_issue(
     team = team and not admin
     if not team and not admin:
         if not agent:
-            raise InvalidInput("agent: a token is bound to an agent name, or is a team token")
+            raise InvalidInput(
+                "agent: a token is bound to an agent name, or is a team token", field="agent"
+            )
         problem = agent_name_problem(agent)
         if problem is not None:
-            raise InvalidInput(f"agent: {problem}", details=[{"field": "agent"}])
+            raise InvalidInput(f"agent: {problem}", field="agent")
     raw = "ak_" + secrets.token_urlsafe(32)
     AgentToken.objects.create(
         board=board,
@@ -164,7 +166,7 @@ def checked_name(board: Board, name: str, *, field: str) -> str:
     ``field``, with close names suggested."""
     problem = agent_name_problem(name)
     if problem is not None:
-        raise InvalidInput(f"{field}: {problem}", details=[{"field": field, "message": problem}])
+        raise InvalidInput(f"{field}: {problem}", field=field)
     known = known_name(board, name)
     if known is None:
         raise _unknown(board, field, name)

@@ -22,11 +22,13 @@ def board_create(*, slug: str, name: str = "", actor: str = "system") -> Board:
     """A new, empty board; its first event records who made it."""
     slug = slug.strip()
     if not slug or len(slug) > SLUG_MAX:
-        raise InvalidInput(f"slug: 1 to {SLUG_MAX} characters")
+        raise InvalidInput(f"slug: 1 to {SLUG_MAX} characters", field="slug")
     try:
         validate_slug(slug)
     except ValidationError as exc:
-        raise InvalidInput("slug: letters, numbers, hyphens or underscores only") from exc
+        raise InvalidInput(
+            "slug: letters, numbers, hyphens or underscores only", field="slug"
+        ) from exc
     name = text("name", name or slug, 200, required=True)
     with transaction.atomic():
         if Board.objects.filter(slug=slug).exists():
@@ -76,7 +78,7 @@ def _budget(value: Any) -> Decimal | None:
         raise InvalidInput(
             f"budgetUsd: dollars from 0 to {BUDGET_MAX} (like 250 or 99.50), "
             "or empty for no budget",
-            details=[{"field": "budgetUsd"}],
+            field="budgetUsd",
         )
     return budget.quantize(Decimal("0.01"))
 
@@ -97,16 +99,14 @@ def board_settings(*, board: Board, actor: str, **values: Any) -> Board:
                 Board.objects.filter(pk=work.board.pk).update(budget_usd=budget)
         for public, value in values.items():
             if public not in SETTINGS:
-                raise InvalidInput(f"{public}: not a board setting", details=[{"field": public}])
+                raise InvalidInput(f"{public}: not a board setting", field=public)
             field, low, high = SETTINGS[public]
             if value is None and field in REQUIRED_SETTINGS:
-                raise InvalidInput(f"{public}: required", details=[{"field": public}])
+                raise InvalidInput(f"{public}: required", field=public)
             if value is not None and (
                 isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high
             ):
-                raise InvalidInput(
-                    f"{public}: a whole number from {low} to {high}", details=[{"field": public}]
-                )
+                raise InvalidInput(f"{public}: a whole number from {low} to {high}", field=public)
             if getattr(work.board, field) != value:
                 changed[public] = {"from": getattr(work.board, field), "to": value}
                 setattr(work.board, field, value)

@@ -39,9 +39,7 @@ def _count(usage: Mapping[str, Any], name: str) -> int:
 def _cost(usage: Mapping[str, Any]) -> Decimal:
     cost = numbers.amount(usage.get("costUsd", 0), field="usage.costUsd")
     if cost is None or not Decimal(0) <= cost <= COST_MAX:
-        raise InvalidInput(
-            f"usage.costUsd: a number from 0 to {COST_MAX}", details=[{"field": "usage.costUsd"}]
-        )
+        raise InvalidInput(f"usage.costUsd: a number from 0 to {COST_MAX}", field="usage.costUsd")
     return cost.quantize(CENT)
 
 
@@ -52,9 +50,7 @@ def add_usage(work: Work, task: Task, usage: Mapping[str, Any]) -> dict[str, Any
     cost = _cost(usage)
     model = usage.get("model") or ""
     if not isinstance(model, str) or len(model) > MODEL_MAX:
-        raise InvalidInput(
-            f"usage.model: at most {MODEL_MAX} characters", details=[{"field": "usage.model"}]
-        )
+        raise InvalidInput(f"usage.model: at most {MODEL_MAX} characters", field="usage.model")
     if not (tokens_in or tokens_out or cost):
         return None
     _check_totals(work, task, tokens_in, tokens_out, cost)

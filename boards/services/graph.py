@@ -46,13 +46,26 @@ def resolve(
             f"Task #{owner.number}: {field_name} references unknown task "
             f"#{str(ident).lstrip('#')[:40]}",
             code="unknown_reference",
-            details={"field": field_name, "taskId": str(owner.number), "reference": str(ident)},
+            details=[
+                {
+                    "field": field_name,
+                    "message": "references an unknown task",
+                    "taskId": str(owner.number),
+                    "reference": str(ident),
+                }
+            ],
         )
     if found.pk == owner.pk:
         raise InvalidInput(
             f"Task #{owner.number}: {field_name} cannot reference the task itself",
             code="self_reference",
-            details={"field": field_name, "taskId": str(owner.number)},
+            details=[
+                {
+                    "field": field_name,
+                    "message": "cannot reference the task itself",
+                    "taskId": str(owner.number),
+                }
+            ],
         )
     return found
 
@@ -104,7 +117,9 @@ def set_parent(work: Work, task: Task, parent: Task | None) -> None:
             if cursor.pk == task.pk:
                 raise InvalidInput(
                     "Cycle detected in parentId: " + " → ".join(str(n) for n in chain),
+                    field="parentId",
                     code="cycle",
+                    cycle=[str(n) for n in chain],
                 )
     old = task.parent
     task.parent = parent

@@ -167,7 +167,7 @@ def _check_may_start(task: Task) -> None:
 def check_status(work: Work, task: Task, status: str) -> None:
     """Every precondition of moving ``task`` to ``status`` by the unit of work's actor."""
     if status not in TRANSITIONS:
-        raise InvalidInput(f"status: unknown status {status[:40]!r}", details=[{"field": "status"}])
+        raise InvalidInput(f"status: unknown status {status[:40]!r}", field="status")
     if status not in TRANSITIONS[task.status]:
         raise _refuse(task, "terminal", f"is {task.status}; reopen it (status pending) first")
     _check_gate(work, task, status)

@@ -17,7 +17,7 @@ def member_set(*, board: Board, username: str, role: str, actor: str) -> Members
     """Give a person a role on the board (adding them, or changing their role)."""
     username = text("username", username, USERNAME_MAX, required=True)
     if role not in Role.values:
-        raise InvalidInput(f"role: one of {', '.join(Role.values)}", details=[{"field": "role"}])
+        raise InvalidInput(f"role: one of {', '.join(Role.values)}", field="role")
     user = get_user_model().objects.filter(username=username).first()
     if user is None:
         raise NotFound(f"No person called {username[:150]!r}", code="user_not_found")

@@ -44,17 +44,25 @@ def merge_metadata(current: Mapping[str, Any], patch: Mapping[str, Any]) -> dict
     merged = dict(current)
     for key, value in patch.items():
         if not isinstance(key, str) or not key or len(key) > METADATA_KEY_MAX:
-            raise InvalidInput(f"metadata: keys are 1 to {METADATA_KEY_MAX} characters")
+            raise InvalidInput(
+                f"metadata: keys are 1 to {METADATA_KEY_MAX} characters", field="metadata"
+            )
         if value is None:
             merged.pop(key, None)
         elif isinstance(value, bool | int | float | str):
             if isinstance(value, str) and len(value) > METADATA_VALUE_MAX:
-                raise InvalidInput(f"metadata.{key}: at most {METADATA_VALUE_MAX} characters")
+                raise InvalidInput(
+                    f"metadata.{key}: at most {METADATA_VALUE_MAX} characters",
+                    field=f"metadata.{key}",
+                )
             merged[key] = value
         else:
-            raise InvalidInput(f"metadata.{key}: values must be strings, numbers, booleans or null")
+            raise InvalidInput(
+                f"metadata.{key}: values must be strings, numbers, booleans or null",
+                field=f"metadata.{key}",
+            )
     if len(merged) > METADATA_MAX_KEYS:
-        raise InvalidInput(f"metadata: at most {METADATA_MAX_KEYS} keys")
+        raise InvalidInput(f"metadata: at most {METADATA_MAX_KEYS} keys", field="metadata")
     return merged
 
 
@@ -63,9 +71,7 @@ def priority_value(name: str | None) -> int:
     if name is None:
         return Priority.NORMAL
     if name not in PRIORITY_BY_NAME:
-        raise InvalidInput(
-            f"priority: one of {', '.join(PRIORITY_BY_NAME)}", details=[{"field": "priority"}]
-        )
+        raise InvalidInput(f"priority: one of {', '.join(PRIORITY_BY_NAME)}", field="priority")
     return PRIORITY_BY_NAME[name]
 
 
@@ -409,7 +415,9 @@ def _batch_create(work: Work, index: int, op: Mapping[str, Any], refs: dict[str,
         if ref in refs:
             raise InvalidInput(
                 f"ops[{index}].ref: {ref!r} is used by an earlier operation",
-                details={"operation": index},
+                details=[
+                    {"field": f"ops.{index}.ref", "message": "is used by an earlier operation"}
+                ],
             )
         refs[ref] = task.number
     return task

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from .. import numbers
 from ..activity import SIGNALS
-from ..errors import InvalidInput, NotFound
+from ..errors import BODY, InvalidInput, NotFound
 from ..models import Board, Delivery, Event, Subscription, Webhook
 from . import egress, outbox
 from .work import unit_of_work
@@ -40,7 +40,7 @@ def _kinds(kinds: Iterable[str], field: str = "kinds") -> list[str]:
     if unknown:
         raise InvalidInput(
             f"{field}: unknown kind(s) {', '.join(unknown)}; choose from {', '.join(SIGNALS)}",
-            details=[{"field": field}],
+            field=field,
         )
     return chosen
 
@@ -52,12 +52,12 @@ def webhook_add(
     url = url.strip() if isinstance(url, str) else url
     problem = egress.endpoint_problem(url)
     if problem:
-        raise InvalidInput(f"url: {problem}", details=[{"field": "url"}])
+        raise InvalidInput(f"url: {problem}", field="url")
     chosen = _kinds(kinds)
     secret = secrets.token_hex(32)
     with unit_of_work(board, actor, person=True) as work:
         if Webhook.objects.filter(board=work.board).count() >= WEBHOOKS_PER_BOARD:
-            raise InvalidInput(f"a board has at most {WEBHOOKS_PER_BOARD} webhooks")
+            raise InvalidInput(f"a board has at most {WEBHOOKS_PER_BOARD} webhooks", field=BODY)
         hook = Webhook.objects.create(
             board=work.board, url=url, kinds=chosen, slack=slack, secret=secret, created_by=actor
         )

@@ -247,8 +247,9 @@ class Work:
         if cycle:
             raise InvalidInput(
                 "Cycle detected: " + " → ".join(str(n) for n in cycle),
+                field="blockedBy",
                 code="cycle",
-                details={"cycle": [str(n) for n in cycle]},
+                cycle=[str(n) for n in cycle],
             )
         if self.recheck:
             self._store_flags()
@@ -291,16 +292,14 @@ def unit_of_work(
 def text(name: str, value: str, limit: int, *, required: bool = False) -> str:
     """A checked text field: a string without NUL, within ``limit``, non-empty when required."""
     if not isinstance(value, str):
-        raise InvalidInput(f"{name}: must be a string", details=[{"field": name}])
+        raise InvalidInput(f"{name}: must be a string", field=name)
     if "\x00" in value:
-        raise InvalidInput(f"{name}: must not contain the NUL character", details=[{"field": name}])
+        raise InvalidInput(f"{name}: must not contain the NUL character", field=name)
     value = value.strip() if required else value
     if required and not value:
-        raise InvalidInput(f"{name}: must not be empty", details=[{"field": name}])
+        raise InvalidInput(f"{name}: must not be empty", field=name)
     if len(value) > limit:
-        raise InvalidInput(
-            f"{name}: at most {limit} characters (got {len(value)})", details=[{"field": name}]
-        )
+        raise InvalidInput(f"{name}: at most {limit} characters (got {len(value)})", field=name)
     return value
 
 
