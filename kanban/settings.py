@@ -153,6 +153,8 @@ INSTALLED_APPS = [
     "django_tasks",
     "django_tasks_db",
     "boards",
+    # Developer tools: bench, demo, makehistory (no product module imports them).
+    "devtools",
 ]
 
 MIDDLEWARE = [
@@ -239,8 +241,6 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "board-list"
 LOGOUT_REDIRECT_URL = "login"
 
-# Set by ``manage.py bench`` on the servers it starts: adds its baseline routes.
-KANBAN_BENCH = env_bool("KANBAN_BENCH", False)
 # Tool API: the largest request body accepted (413 beyond), and how long TaskWatch may wait.
 KANBAN_MAX_BODY_BYTES = int(os.environ.get("KANBAN_MAX_BODY_BYTES", str(256 * 1024)))
 KANBAN_WATCH_MAX_SECONDS = 300

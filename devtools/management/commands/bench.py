@@ -35,7 +35,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from boards.liveserver import (
+from devtools.liveserver import (
     CHROMIUM_ARGS,
     CHROMIUM_PATH,
     Agent,
@@ -78,8 +78,9 @@ GRAPH_FIGURES_JS = """
 })()
 """
 
-# Set on the servers bench starts: adds the baseline routes (boards.benchtools).
-BENCH_ENV = {"KANBAN_BENCH": "1"}
+# What the servers bench starts serve: the product plus the echo routes (devtools.bench.echo).
+BENCH_APP = "devtools.bench.asgi:application"
+BENCH_ENV = {"DJANGO_SETTINGS_MODULE": "devtools.bench.settings"}
 
 
 def rss_mb(cluster: Cluster, index: int) -> float:
@@ -230,7 +231,7 @@ class Command(BaseCommand):
     def single_process(
         self, workdir: Path, options: dict[str, Any], skip: set[str], results: dict[str, Any]
     ) -> None:
-        cluster = Cluster(workdir / "sqlite", env=BENCH_ENV)
+        cluster = Cluster(workdir / "sqlite", env=BENCH_ENV, app=BENCH_APP)
         try:
             cluster.start()
             self.make_user(cluster)
@@ -276,6 +277,7 @@ class Command(BaseCommand):
             backend="postgresql",
             admin_url=options["pg_url"],
             env={**BENCH_ENV, "REDIS_URL": options["redis_url"]},
+            app=BENCH_APP,
         )
         try:
             cluster.start()
@@ -642,7 +644,7 @@ class Command(BaseCommand):
     def scale(self, workdir: Path, options: dict[str, Any]) -> dict[str, Any]:
         sizes = [int(n) for n in options["scale_sizes"].split(",")]
         calls = options["scale_calls"]
-        cluster = Cluster(workdir / "scale", env=BENCH_ENV)
+        cluster = Cluster(workdir / "scale", env=BENCH_ENV, app=BENCH_APP)
         try:
             base = cluster.start()
             self.make_user(cluster)
@@ -811,7 +813,7 @@ class Command(BaseCommand):
         painted (graph.js stamps ``data-rendered-ms`` on the SVG after the next frame)."""
         from playwright.sync_api import sync_playwright
 
-        cluster = Cluster(workdir / "graph", env=BENCH_ENV)
+        cluster = Cluster(workdir / "graph", env=BENCH_ENV, app=BENCH_APP)
         try:
             base = cluster.start()
             self.make_user(cluster)
