@@ -246,12 +246,13 @@ class Cluster:
     def server(self, base: str) -> Server:
         return next(server for server in self.servers if server.base == base)
 
-    def manage(self, *args: str, timeout: float = 120) -> str:
-        """Run ``manage.py`` against the cluster's database; its stdout, stripped."""
+    def manage(self, *args: str, timeout: float = 120, env: dict[str, str] | None = None) -> str:
+        """Run ``manage.py`` against the cluster's database (``env`` laid over the
+        cluster's environment); its stdout, stripped."""
         result = subprocess.run(
             [sys.executable, "manage.py", *args],
             cwd=ROOT,
-            env=self.env,
+            env={**self.env, **(env or {})},
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -302,13 +303,7 @@ class Cluster:
 
     def webhook(self, slug: str, url: str, *kinds: str) -> tuple[int, str]:
         """Add an endpoint to the board (as its admin would); its id and secret."""
-        out = self.manage(
-            "shell",
-            "-c",
-            "from boards import services, selectors; "
-            f"hook, secret = services.webhook_add(board=selectors.board_get({slug!r}), "
-            f"actor='admin', url={url!r}, kinds={list(kinds)!r}); print(hook.pk, secret)",
-        )
+        out = self.manage("addwebhook", slug, url, *kinds)
         pk, secret = out.split()[-2:]
         return int(pk), secret
 
@@ -340,11 +335,15 @@ class Cluster:
         return self.manage("issuetoken", slug, agent, *(["--team"] if team else []))
 
     def user(self, username: str, password: str) -> None:
+        """A person who can log in (a superuser: every board is theirs)."""
         self.manage(
-            "shell",
-            "-c",
-            "from django.contrib.auth.models import User; "
-            f"User.objects.create_superuser({username!r}, password={password!r})",
+            "createsuperuser",
+            "--noinput",
+            "--username",
+            username,
+            "--email",
+            "",
+            env={"DJANGO_SUPERUSER_PASSWORD": password},
         )
 
 

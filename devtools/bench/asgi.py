@@ -9,13 +9,15 @@ import os
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "devtools.bench.settings")
 
+# First: it sets Django up, which the Channels and boards imports below need.
+from kanban.asgi import application as board_application  # isort: skip
+
 from channels.auth import AuthMiddlewareStack
 from channels.routing import ProtocolTypeRouter, URLRouter
 from django.urls import path
 
 from boards import edge
 from boards.routing import websocket_urlpatterns
-from kanban.asgi import application as board_application
 
 from .echo import EchoConsumer
 
