@@ -274,7 +274,7 @@ KANBAN_WATCHES_PER_TOKEN = int(os.environ.get("KANBAN_WATCHES_PER_TOKEN", "50"))
 KANBAN_SESSION_CALLS = int(os.environ.get("KANBAN_SESSION_CALLS", "20"))
 KANBAN_SESSION_PUSH_SECONDS = float(os.environ.get("KANBAN_SESSION_PUSH_SECONDS", "1.0"))
 
-# -- outbound webhooks (boards.services.webhooks) ---------------------------------------------
+# -- outbound webhooks (boards.services.webhooks, boards.delivery) ----------------------------
 # Deliveries run as tasks of Django's tasks framework (the django-tasks backport) on its
 # database backend: `manage.py up` (and any daphne serving kanban.asgi) runs workers in the
 # server process unless KANBAN_WORKER=0; a scale-out deployment runs
@@ -285,6 +285,10 @@ TASKS = {
         "QUEUES": ["default", "webhooks"],
     }
 }
+# Background work of each server process (boards.boot, started by kanban.asgi): the sweeper
+# (lapsed leases, quiet agents, lost webhook wake-ups) and the webhook workers.
+KANBAN_SWEEPER = env_bool("KANBAN_SWEEPER", True)
+KANBAN_WORKER = env_bool("KANBAN_WORKER", True)
 KANBAN_WORKER_THREADS = int(os.environ.get("KANBAN_WORKER_THREADS", "2"))
 KANBAN_WORKER_POLL_SECONDS = float(os.environ.get("KANBAN_WORKER_POLL_SECONDS", "0.5"))
 # One delivery attempt (resolving, connecting, sending, reading the answer) ends this long

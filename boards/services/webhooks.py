@@ -15,11 +15,11 @@ from urllib.parse import urlsplit
 from django.db import transaction
 from django.utils import timezone
 
-from .. import numbers
+from .. import egress, numbers
 from ..activity import SIGNALS
 from ..errors import InvalidInput, NotFound
 from ..models import Board, Delivery, Event, Subscription, Webhook
-from . import egress, outbox
+from . import outbox
 from .work import unit_of_work
 
 WEBHOOKS_PER_BOARD = 20
