@@ -4,6 +4,7 @@ boards with a token, filling a board, and the figures' arithmetic."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 from devtools.liveserver import Agent, Cluster
@@ -11,6 +12,13 @@ from devtools.liveserver import Agent, Cluster
 # What the servers bench starts serve: the product plus the echo routes (devtools.bench.echo).
 BENCH_APP = "devtools.bench.asgi:application"
 BENCH_ENV = {"DJANGO_SETTINGS_MODULE": "devtools.bench.settings"}
+# The person who logs in to the boards bench makes.
+USER, PASSWORD = "bench", "bench-pass-1"
+
+
+def bench_cluster(workdir: Path, *, env: dict[str, str] | None = None, **options: Any) -> Cluster:
+    """A ``Cluster`` whose servers serve the bench's application (``env`` added to its own)."""
+    return Cluster(workdir, env={**BENCH_ENV, **(env or {})}, app=BENCH_APP, **options)
 
 
 def rss_mb(cluster: Cluster, index: int) -> float:
@@ -26,7 +34,7 @@ def percentile(values: list[float], pct: float) -> float:
 
 
 def make_user(cluster: Cluster) -> None:
-    cluster.user("bench", "bench-pass-1")
+    cluster.user(USER, PASSWORD)
 
 
 def board(cluster: Cluster, slug: str, *, team: bool = False) -> Agent:
@@ -59,8 +67,8 @@ def fill(agent: Agent, size: int) -> None:
 def login(context: Any, cluster: Cluster) -> None:
     page = context.new_page()
     page.goto(f"{cluster.bases[0]}/login/")
-    page.fill("input[name=username]", "bench")
-    page.fill("input[name=password]", "bench-pass-1")
+    page.fill("input[name=username]", USER)
+    page.fill("input[name=password]", PASSWORD)
     page.click("button[type=submit]")
     page.wait_for_url(re.compile(r".*/boards/$"))
     page.close()

@@ -7,9 +7,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from devtools.liveserver import CHROMIUM_ARGS, CHROMIUM_PATH, Cluster
+from devtools.liveserver import CHROMIUM_ARGS, CHROMIUM_PATH
 
-from .common import BENCH_APP, BENCH_ENV, board, login, make_user
+from .common import bench_cluster, board, login, make_user
 
 # What graph.js stamps on the drawn SVG (the times from navigation start).
 GRAPH_FIGURES_JS = """
@@ -60,7 +60,7 @@ def graph(workdir: Path, size: int, loads: int = 3) -> dict[str, Any]:
     painted (graph.js stamps ``data-rendered-ms`` on the SVG after the next frame)."""
     from playwright.sync_api import sync_playwright
 
-    cluster = Cluster(workdir / "graph", env=BENCH_ENV, app=BENCH_APP)
+    cluster = bench_cluster(workdir / "graph")
     try:
         base = cluster.start()
         make_user(cluster)

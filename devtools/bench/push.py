@@ -12,7 +12,7 @@ from typing import Any
 
 from devtools.liveserver import CHROMIUM_ARGS, CHROMIUM_PATH, Agent, Cluster, session_cookie
 
-from .common import board, login, percentile, rss_mb
+from .common import PASSWORD, USER, board, login, percentile, rss_mb
 
 # Records, in the page, when the expected card first stands in the expected column.
 OBSERVER_JS = """
@@ -94,7 +94,7 @@ def browser_push(cluster: Cluster, pages: int, changes: int) -> dict[str, Any]:
 def socket_push(cluster: Cluster, counts: list[int], changes: int) -> list[dict[str, Any]]:
     """Agent call sent → the card's fragment received by every WebSocket client, against
     a bare group_send echo to the same number of sockets (the floor)."""
-    cookie = session_cookie(cluster.bases[0], "bench", "bench-pass-1")
+    cookie = session_cookie(cluster.bases[0], USER, PASSWORD)
     rows = []
     for count in counts:
         slug = f"ws{count}x{len(cluster.bases)}"

@@ -9,7 +9,7 @@ from typing import Any
 
 from devtools.liveserver import Cluster, session_cookie
 
-from .common import board, fill
+from .common import PASSWORD, USER, board, fill
 
 
 def render(cluster: Cluster, size: int) -> dict[str, Any]:
@@ -21,7 +21,7 @@ def render(cluster: Cluster, size: int) -> dict[str, Any]:
         agent.call("TaskClaim", {"taskId": str(number)})
     page = urllib.request.Request(
         f"{cluster.bases[0]}/boards/{slug}/",
-        headers={"Cookie": session_cookie(cluster.bases[0], "bench", "bench-pass-1")},
+        headers={"Cookie": session_cookie(cluster.bases[0], USER, PASSWORD)},
     )
     samples = []
     for _ in range(7):
@@ -36,7 +36,7 @@ def render(cluster: Cluster, size: int) -> dict[str, Any]:
         start = time.perf_counter()
         agent.call("TaskList", {})
         list_samples.append((time.perf_counter() - start) * 1000)
-    queries = cluster.manage("pagequeries", slug, "bench")
+    queries = cluster.manage("pagequeries", slug, USER)
     return {
         "tasks": size,
         "queries": int(queries.splitlines()[-1]),

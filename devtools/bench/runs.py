@@ -10,10 +10,10 @@ from typing import Any
 
 from django.core.management.base import CommandError
 
-from devtools.liveserver import CHROMIUM_PATH, Cluster
+from devtools.liveserver import CHROMIUM_PATH
 
 from . import calls, push, race, render
-from .common import BENCH_APP, BENCH_ENV, make_user
+from .common import bench_cluster, make_user
 
 # Not dependencies of the board itself: ``pip install -e '.[test]'`` brings them.
 NEEDS = {"websockets": "the WebSocket push figures", "playwright": "the Chromium push figures"}
@@ -45,7 +45,7 @@ def check_extras(skip: set[str]) -> None:
 def single_process(
     workdir: Path, options: dict[str, Any], skip: set[str], results: dict[str, Any]
 ) -> None:
-    cluster = Cluster(workdir / "sqlite", env=BENCH_ENV, app=BENCH_APP)
+    cluster = bench_cluster(workdir / "sqlite")
     try:
         cluster.start()
         make_user(cluster)
@@ -81,12 +81,11 @@ def scale_out(
     except Exception as exc:
         warn(f"skipping PostgreSQL + Redis: {exc}")
         return {"skipped": str(exc)}
-    cluster = Cluster(
+    cluster = bench_cluster(
         workdir / "pg",
         backend="postgresql",
         admin_url=options["pg_url"],
-        env={**BENCH_ENV, "REDIS_URL": options["redis_url"]},
-        app=BENCH_APP,
+        env={"REDIS_URL": options["redis_url"]},
     )
     try:
         cluster.start()

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from devtools.liveserver import Agent, Cluster, session_cookie
+from devtools.liveserver import Agent, session_cookie
 
-from .common import BENCH_APP, BENCH_ENV, board, fill, make_user
+from .common import PASSWORD, USER, bench_cluster, board, fill, make_user
 
 BATCH = 500  # TaskBatch's most operations in one call
 
@@ -24,7 +24,7 @@ BATCH = 500  # TaskBatch's most operations in one call
 def scale(workdir: Path, options: dict[str, Any]) -> dict[str, Any]:
     sizes = [int(n) for n in options["scale_sizes"].split(",")]
     calls = options["scale_calls"]
-    cluster = Cluster(workdir / "scale", env=BENCH_ENV, app=BENCH_APP)
+    cluster = bench_cluster(workdir / "scale")
     try:
         base = cluster.start()
         make_user(cluster)
@@ -57,7 +57,7 @@ def scale(workdir: Path, options: dict[str, Any]) -> dict[str, Any]:
             str(10 * sizes[-1]),
             timeout=600,
         )
-        cookie = session_cookie(base, "bench", "bench-pass-1")
+        cookie = session_cookie(base, USER, PASSWORD)
         figures = {size: _scale_calls(base, *boards[size], calls, cookie) for size in sizes}
         metrics_ms = {
             f"{sizes[0]} tasks, fresh": _metrics_p50(base, f"scale{sizes[0]}", cookie),
