@@ -1,8 +1,9 @@
 """Board admins' webhook endpoints, and each person's notification choices.
 
-Sending is ``outbox``'s; these are the decisions people make about it. Adding,
-changing and removing an endpoint are events of the board (the activity feed
-shows who did it); the secret itself never enters the event log.
+Recording deliveries is ``outbox``'s, sending them ``boards.delivery``'s; these are
+the decisions people make about it. Adding, changing and removing an endpoint are
+events of the board (the activity feed shows who did it); the secret itself never
+enters the event log.
 """
 
 from __future__ import annotations
