@@ -6,6 +6,11 @@ class BoardsConfig(AppConfig):
     verbose_name = "Agent Kanban boards"
 
     def ready(self) -> None:
-        # Its receivers close sockets on logout and when a person's access changes, in
-        # any process that changes users (the admin site, a shell), not only the server.
-        from . import events  # noqa: F401
+        # Imported once the apps are loaded (both use the models):
+        # - events: its receivers close sockets on logout and when a person's access
+        #   changes, in any process that changes users (the admin site, a shell);
+        # - delivery: it sends the webhook deliveries a write records, in any process that
+        #   writes (a server, a command, a shell); the outbox wakes it after commit.
+        from . import delivery, events  # noqa: F401
+
+        delivery.install()

@@ -16,7 +16,7 @@ from django.core.asgi import get_asgi_application
 
 django_asgi_app = get_asgi_application()
 
-from boards import edge, services, storage  # noqa: E402
+from boards import boot, edge, storage  # noqa: E402
 from boards.mcp import mcp_app  # noqa: E402
 from boards.routing import websocket_urlpatterns  # noqa: E402
 
@@ -24,10 +24,9 @@ from boards.routing import websocket_urlpatterns  # noqa: E402
 edge.install()
 # SQLite: one connection held open, so a request's own closing does not checkpoint the log.
 storage.hold_sqlite_open()
-# Every server process reclaims lapsed leases (boards.services.leases), with no request needed.
-services.start_sweeper()
-# …and runs webhook workers (boards.services.outbox), unless KANBAN_WORKER=0.
-services.start_workers()
+# Every server process sweeps (lapsed leases, quiet agents, lost webhook wake-ups) and runs
+# webhook workers, unless the settings turn them off (boards.boot).
+boot.start()
 django_http_app = ASGIStaticFilesHandler(django_asgi_app)
 
 

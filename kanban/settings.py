@@ -153,6 +153,8 @@ INSTALLED_APPS = [
     "django_tasks",
     "django_tasks_db",
     "boards",
+    # Developer tools: bench, demo, makehistory (no product module imports them).
+    "devtools",
 ]
 
 MIDDLEWARE = [
@@ -240,8 +242,6 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "board-list"
 LOGOUT_REDIRECT_URL = "login"
 
-# Set by ``manage.py bench`` on the servers it starts: adds its baseline routes.
-KANBAN_BENCH = env_bool("KANBAN_BENCH", False)
 # Tool API: the largest request body accepted (413 beyond), and how long TaskWatch may wait.
 KANBAN_MAX_BODY_BYTES = int(os.environ.get("KANBAN_MAX_BODY_BYTES", str(256 * 1024)))
 KANBAN_WATCH_MAX_SECONDS = 300
@@ -275,7 +275,7 @@ KANBAN_WATCHES_PER_TOKEN = int(os.environ.get("KANBAN_WATCHES_PER_TOKEN", "50"))
 KANBAN_SESSION_CALLS = int(os.environ.get("KANBAN_SESSION_CALLS", "20"))
 KANBAN_SESSION_PUSH_SECONDS = float(os.environ.get("KANBAN_SESSION_PUSH_SECONDS", "1.0"))
 
-# -- outbound webhooks (boards.services.webhooks) ---------------------------------------------
+# -- outbound webhooks (boards.services.webhooks, boards.delivery) ----------------------------
 # Deliveries run as tasks of Django's tasks framework (the django-tasks backport) on its
 # database backend: `manage.py up` (and any daphne serving kanban.asgi) runs workers in the
 # server process unless KANBAN_WORKER=0; a scale-out deployment runs
@@ -286,6 +286,10 @@ TASKS = {
         "QUEUES": ["default", "webhooks"],
     }
 }
+# Background work of each server process (boards.boot, started by kanban.asgi): the sweeper
+# (lapsed leases, quiet agents, lost webhook wake-ups) and the webhook workers.
+KANBAN_SWEEPER = env_bool("KANBAN_SWEEPER", True)
+KANBAN_WORKER = env_bool("KANBAN_WORKER", True)
 KANBAN_WORKER_THREADS = int(os.environ.get("KANBAN_WORKER_THREADS", "2"))
 KANBAN_WORKER_POLL_SECONDS = float(os.environ.get("KANBAN_WORKER_POLL_SECONDS", "0.5"))
 # One delivery attempt (resolving, connecting, sending, reading the answer) ends this long

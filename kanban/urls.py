@@ -1,4 +1,3 @@
-from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import path, register_converter
@@ -69,8 +68,3 @@ urlpatterns = [
     path("api/boards/<slug:slug>/tools/<str:tool>", api.tool_call, name="tool-call"),
     path("api/boards/<slug:slug>/hooks/claude-code", api.claude_code_hook, name="hook-claude-code"),
 ]
-
-if settings.KANBAN_BENCH:
-    from boards import benchtools
-
-    urlpatterns.append(path("bench/echo/", benchtools.echo))

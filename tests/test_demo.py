@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from boards.liveserver import ROOT, Cluster, call, session_cookie, wait_until
+from devtools.liveserver import ROOT, Cluster, call, session_cookie, wait_until
 
 pytestmark = pytest.mark.slow
 

@@ -15,7 +15,7 @@ import pytest
 from django.core.cache import cache
 from django.test import Client
 
-from boards.liveserver import ROOT
+from devtools.liveserver import ROOT
 
 
 def manage(*args: str, **env: str) -> subprocess.CompletedProcess:

@@ -19,7 +19,7 @@ import pytest
 from channels.testing import HttpCommunicator
 
 from boards.edge import body_limit
-from boards.liveserver import Cluster, call
+from devtools.liveserver import Cluster, call
 from kanban.asgi import application
 
 GIB = 1024**3

@@ -35,7 +35,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from schemathesis.generation.meta import TestPhase
 
-from boards.liveserver import (
+from devtools.liveserver import (
     Cluster,
     call,
     free_port,

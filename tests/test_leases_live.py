@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from boards.liveserver import Cluster, call, postgres_admin_url
+from devtools.liveserver import Cluster, call, postgres_admin_url
 
 pytestmark = pytest.mark.slow
 

@@ -1,7 +1,7 @@
 """The MCP server at ``/mcp/<slug>/``, driven by the official SDK's own client.
 
 A real daphne process serves ``kanban.asgi:application`` on its own SQLite file
-(``boards.liveserver``, as for the browser tests), so the MCP route, the ASGI
+(``devtools.liveserver``, as for the browser tests), so the MCP route, the ASGI
 router, the token check and the SDK's transport are all exercised as an MCP client
 meets them.
 """
@@ -22,8 +22,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.types.version import LATEST_HANDSHAKE_VERSION, LATEST_MODERN_VERSION
 
-from boards.liveserver import Cluster
 from boards.tools import listed, lookup
+from devtools.liveserver import Cluster
 
 pytestmark = pytest.mark.slow
 

@@ -52,7 +52,7 @@ from typing import Any
 
 import pytest
 
-from boards.liveserver import Cluster
+from devtools.liveserver import Cluster
 from tests.test_mcp_node import node_packages, run_node
 
 __all__ = ["node_packages"]  # the fixture, shared with tests/test_mcp_node.py

@@ -4,7 +4,7 @@
 conformance suite, ``tests/test_mcp_conformance.py``); the ``node_packages`` fixture
 installs it with ``npm ci`` from its lock file when ``node_modules`` is missing or
 holds other versions. ``tests/node/client.mjs`` does the MCP work against a real daphne
-process (``boards.liveserver``) and prints what it saw as one JSON summary; the
+process (``devtools.liveserver``) and prints what it saw as one JSON summary; the
 tests here assert on that summary:
 
 - every tool is listed with a title, all four annotation hints and an output schema
@@ -35,8 +35,8 @@ from typing import Any
 
 import pytest
 
-from boards.liveserver import Cluster, Server
 from boards.tools import listed, lookup
+from devtools.liveserver import Cluster, Server
 from tests.npm import npm_ci
 
 pytestmark = pytest.mark.slow  # a live server, and Node processes

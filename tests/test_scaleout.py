@@ -14,7 +14,7 @@ import pytest
 import redis
 import websockets
 
-from boards.liveserver import Cluster, call, postgres_admin_url, session_cookie, wait_until
+from devtools.liveserver import Cluster, call, postgres_admin_url, session_cookie, wait_until
 
 pytestmark = pytest.mark.slow
 

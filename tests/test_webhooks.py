@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -21,10 +22,10 @@ from django.db import connections
 from django_tasks_db.management.commands.db_worker import Worker
 from django_tasks_db.models import DBTaskResult
 
-from boards import services
+from boards import delivery as webhook_delivery
+from boards import egress, services
 from boards.errors import InvalidInput
 from boards.models import Board, Delivery, Event, Webhook
-from boards.services import egress, outbox
 from tests.receiver import Dripper, Receiver, certificate, free_port_on
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -49,7 +50,7 @@ def receiver() -> Iterator[Receiver]:
 def run_worker() -> None:
     """The library's worker, until no sender is ready."""
     Worker(
-        queue_names=[outbox.QUEUE],
+        queue_names=[webhook_delivery.QUEUE],
         interval=0,
         batch=True,
         backend_name="default",
@@ -65,7 +66,7 @@ def worker_threads(count: int) -> Iterator[None]:
     """The library's worker as a server process runs it: ``count`` threads, polling."""
     workers = [
         Worker(
-            queue_names=[outbox.QUEUE],
+            queue_names=[webhook_delivery.QUEUE],
             interval=0.05,
             batch=False,
             backend_name="default",
@@ -179,7 +180,7 @@ def test_an_endpoint_that_fails_three_times_gets_it_on_the_fourth_try(alice, boa
     gaps = [later - earlier for earlier, later in itertools.pairwise(arrivals)]
     # Each retry waited at least its backoff: 0.05 s, then 0.1 s, then 0.2 s.
     assert [gap >= 0.05 * 2**n for n, gap in enumerate(gaps)] == [True] * 3
-    assert [outbox.backoff(n) for n in (1, 2, 3, 30)] == [0.05, 0.1, 0.2, 3600]
+    assert [webhook_delivery.backoff(n) for n in (1, 2, 3, 30)] == [0.05, 0.1, 0.2, 3600]
 
 
 def test_a_failing_head_holds_later_events_back_so_the_order_is_kept(alice, board, receiver):
@@ -366,11 +367,11 @@ def test_a_board_at_its_sender_cap_waits_and_its_next_endpoint_goes_when_the_pla
             services.webhook_test(board=on, actor="pat", webhook_id=hook)
         DBTaskResult.objects.all().delete()  # the senders are run by hand here
         hanging.hang.set()
-        sender, sent = in_thread(lambda: outbox.drain(first))
+        sender, sent = in_thread(lambda: webhook_delivery.drain(first))
         hanging.wait_for(1)
         # The board's one place is taken: its other endpoint waits; another board's goes.
-        assert outbox.drain(second) == 0
-        assert outbox.drain(elsewhere) == 1
+        assert webhook_delivery.drain(second) == 0
+        assert webhook_delivery.drain(elsewhere) == 1
         hanging.hang.clear()
         sender.join(10)
         assert sent == [1]
@@ -392,9 +393,9 @@ def test_the_sweeper_wakes_each_boards_overdue_endpoints_as_many_as_it_may_run(
         board_of = Webhook.objects.get(pk=hook).board
         services.webhook_test(board=board_of, actor="pat", webhook_id=hook)
     DBTaskResult.objects.all().delete()  # their wake-ups were lost
-    long_ago = Delivery.objects.get(webhook_id=hooks[0]).created_at - outbox.timedelta(hours=1)
+    long_ago = Delivery.objects.get(webhook_id=hooks[0]).created_at - timedelta(hours=1)
     Delivery.objects.update(next_attempt_at=long_ago)
-    assert outbox.kick() == 2
+    assert webhook_delivery.kick() == 2
     assert sorted(task.args_kwargs["args"][0] for task in DBTaskResult.objects.all()) == [
         hooks[0],
         hooks[2],
@@ -411,7 +412,7 @@ def test_removing_or_pausing_an_endpoint_stops_its_sender_before_the_next_attemp
         alice.create(f"Task {n}")
         alice.call("TaskUpdate", {"taskId": str(n), "status": "completed"})
     receiver.hang.set()
-    sender, sent = in_thread(lambda: outbox.drain(hook))
+    sender, sent = in_thread(lambda: webhook_delivery.drain(hook))
     receiver.wait_for(1)
     if change == "remove":
         services.webhook_remove(board=board, actor="pat", webhook_id=hook)
@@ -423,7 +424,7 @@ def test_removing_or_pausing_an_endpoint_stops_its_sender_before_the_next_attemp
     assert len(receiver.received) == 1
     left = list(Delivery.objects.filter(webhook_id=hook).values_list("status", flat=True))
     assert left == ([] if change == "remove" else ["delivered", "pending", "pending"])
-    assert outbox.drain(hook) == 0
+    assert webhook_delivery.drain(hook) == 0
 
 
 def test_a_delivery_that_cannot_be_sent_is_given_up_and_the_next_one_goes(alice, board, receiver):

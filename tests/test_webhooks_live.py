@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from boards.liveserver import Agent, Cluster, postgres_admin_url, wait_until
+from devtools.liveserver import Agent, Cluster, postgres_admin_url, wait_until
 from tests.receiver import Dripper, Receiver
 
 pytestmark = pytest.mark.slow

@@ -8,7 +8,9 @@ recorded, published after commit). The modules, by noun:
 - ``work``: the unit of work, ``Outcome``, the shared input checks;
 - ``lifecycle``: the task state machine, every status rule and the approval gate;
 - ``graph``: references, dependency edges, cycles, parents;
-- ``leases``: renewing leases, the heartbeat, and the sweeper that reclaims lapsed ones;
+- ``leases``: renewing leases, the heartbeat, and the sweep that reclaims lapsed ones
+  (run in a thread by ``boards.boot``);
+- ``outbox``: the webhook deliveries a write records (sending is ``boards.delivery``'s);
 - ``tasks``, ``approvals``, ``boards``, ``members``, ``messages``, ``agents``: the services.
 """
 
@@ -37,11 +39,9 @@ from .hooks import (
 )
 from .leases import heartbeat as task_heartbeat
 from .leases import renew as leases_renew
-from .leases import start_sweeper
 from .leases import sweep as leases_sweep
 from .members import member_remove, member_set
 from .messages import inbox_read, message_send
-from .outbox import start_workers
 from .tasks import (
     task_batch,
     task_claim,
@@ -94,8 +94,6 @@ __all__ = [
     "release",
     "reopen",
     "session_event",
-    "start_sweeper",
-    "start_workers",
     "subscription_set",
     "task_batch",
     "task_claim",

@@ -3,7 +3,7 @@
 An agent that calls tools is alive: every call renews its leases (``renew``, from
 ``boards.auth``), and ``heartbeat`` (TaskHeartbeat) does it explicitly during long
 silent work. A lease that lapses is reclaimed by ``sweep``, which every server
-process runs about once a second in a background thread (``start_sweeper``):
+process runs about once a second in a background thread (``boards.boot``):
 the task goes back to pending through the state machine (``lifecycle.reclaim``)
 in the board's unit of work, re-checked under the board's lock, so when several
 processes sweep at once each lapse is reclaimed exactly once.
@@ -12,29 +12,23 @@ processes sweep at once each lapse is reclaimed exactly once.
 from __future__ import annotations
 
 import logging
-import os
-import threading
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import close_old_connections
 from django.utils import timezone
 
 from .. import events
 from ..errors import Conflict
 from ..models import Board, Status, Task
 from ..selectors import iso
-from . import agents, costs, decisions, hooks, lifecycle, outbox
+from . import costs, lifecycle
 from .work import Work, unit_of_work
 
 logger = logging.getLogger(__name__)
 
 SWEEPER_ACTOR = "system"
-SWEEP_INTERVAL_SECONDS = 1.0
-PRUNE_EVERY = 600  # sweeps between prunings of finished webhook sender runs
-AGENT_SWEEP_EVERY = 3  # sweeps between looks at which agents went quiet
 
 
 def _slack(seconds: int) -> float:
@@ -147,50 +141,3 @@ def _sweep_board(board_id: int, now: datetime, limit: int) -> int:
             lifecycle.reclaim(work, task)
             reclaimed += 1
     return reclaimed
-
-
-def _guarded(name: str, step: Callable[[], object]) -> None:
-    """Run one of the sweeper's steps; a failure is logged and the others still run."""
-    try:
-        step()
-    except Exception:  # a database hiccup must not end the sweeper
-        logger.exception("%s failed", name)
-
-
-def _run(interval: float) -> None:
-    rounds = 0
-    while True:
-        _guarded("lease sweep", sweep)
-        # Held tool calls whose client went away end with their rule's fallback.
-        _guarded("tool call expiry", hooks.tool_calls_expire)
-        if rounds % AGENT_SWEEP_EVERY == 0:
-            # Agents turning silent or gone show within seconds, with no other write.
-            _guarded("agent states", agents.agents_sweep)
-        # Failures and assignments whose grace ended come to need a person.
-        _guarded("needs sweep", decisions.needs_sweep)
-        # Webhook deliveries whose wake-up was lost or whose worker died go out again.
-        _guarded("outbox kick", outbox.kick)
-        rounds += 1
-        if rounds % PRUNE_EVERY == 0:
-            _guarded("outbox prune", outbox.prune)
-        close_old_connections()
-        threading.Event().wait(interval)
-
-
-_started = threading.Event()
-
-
-def start_sweeper(interval: float = SWEEP_INTERVAL_SECONDS) -> bool:
-    """Start this process's sweeper thread once.
-
-    ``KANBAN_SWEEPER=0`` turns it off; so does ``KANBAN_NO_SWEEPER_PID`` naming this
-    process (the test runner's own process, whose tests sweep when they mean to,
-    while the servers it starts keep theirs).
-    """
-    off = os.environ.get("KANBAN_SWEEPER", "1") == "0"
-    off = off or os.environ.get("KANBAN_NO_SWEEPER_PID") == str(os.getpid())
-    if off or _started.is_set():
-        return False
-    _started.set()
-    threading.Thread(target=_run, args=(interval,), name="lease-sweeper", daemon=True).start()
-    return True

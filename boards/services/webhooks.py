@@ -1,8 +1,9 @@
 """Board admins' webhook endpoints, and each person's notification choices.
 
-Sending is ``outbox``'s; these are the decisions people make about it. Adding,
-changing and removing an endpoint are events of the board (the activity feed
-shows who did it); the secret itself never enters the event log.
+Recording deliveries is ``outbox``'s, sending them ``boards.delivery``'s; these are
+the decisions people make about it. Adding, changing and removing an endpoint are
+events of the board (the activity feed shows who did it); the secret itself never
+enters the event log.
 """
 
 from __future__ import annotations
@@ -15,11 +16,11 @@ from urllib.parse import urlsplit
 from django.db import transaction
 from django.utils import timezone
 
-from .. import numbers
+from .. import egress, numbers
 from ..activity import SIGNALS
 from ..errors import BODY, InvalidInput, NotFound
 from ..models import Board, Delivery, Event, Subscription, Webhook
-from . import egress, outbox
+from . import outbox
 from .work import unit_of_work
 
 WEBHOOKS_PER_BOARD = 20

@@ -3,7 +3,7 @@
 The server runs as a separate process on its own SQLite file (STACK.md: a forked
 ``ChannelsLiveServerTestCase`` can hang after async tests), so these tests never
 touch pytest-django's database: boards, tokens and the login are made by
-management commands against the server's database (``boards.liveserver``), agents
+management commands against the server's database (``devtools.liveserver``), agents
 call the HTTP tool API, and people use the board in Chromium.
 """
 
@@ -27,7 +27,7 @@ from playwright.sync_api import (
     sync_playwright,
 )
 
-from boards.liveserver import CHROMIUM_ARGS, CHROMIUM_PATH, Cluster, Server, call
+from devtools.liveserver import CHROMIUM_ARGS, CHROMIUM_PATH, Cluster, Server, call
 
 USERNAME = "pat"
 PASSWORD = "pw-browser-123"

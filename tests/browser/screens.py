@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from playwright.sync_api import Page, ViewportSize, expect
 
-from boards.liveserver import Cluster, Server
+from devtools.liveserver import Cluster, Server
 
 from .conftest import PASSWORD, TIMEOUT_MS, USERNAME, Agent, BoardPages, LiveBoard, wait_live
 

@@ -16,7 +16,7 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Browser, Page, expect
 
-from boards.liveserver import Cluster, Server
+from devtools.liveserver import Cluster, Server
 
 from .conftest import LiveBoard
 from .screens import DESKTOP, PHONE, Populated, Screens, card, new_live_board, populate

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from boards.liveserver import Cluster, Server
+from devtools.liveserver import Cluster, Server
 
 from .conftest import LiveBoard, assert_not_reloaded, wait_live
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, ViewportSize, expect
 
-from boards.liveserver import Cluster, Server
+from devtools.liveserver import Cluster, Server
 
 from .conftest import LiveBoard
 from .screens import (

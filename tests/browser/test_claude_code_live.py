@@ -6,7 +6,7 @@ stand-in for the Anthropic API on loopback (``tests/anthropic_standin``), with t
 Chromium, used as it is: ``kanban-hook`` command hooks for SessionStart and PreToolUse,
 http hooks for the rest), its token in ``KANBAN_TOKEN`` and ``--allowedTools Bash`` (the
 client allows the tool; the board gates it). The board is a real daphne server
-(``boards.liveserver.Cluster``) and the person is in Chromium:
+(``devtools.liveserver.Cluster``) and the person is in Chromium:
 
 - a session shows on the roster with its folder, and ends there;
 - ``rm -rf build`` (a default rule asks) waits until a person clicks Approve, then runs;
@@ -45,7 +45,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
-from boards.liveserver import Cluster, Server, wait_until
+from devtools.liveserver import Cluster, Server, wait_until
 from tests.anthropic_standin import AnthropicStandin, Step, Text, ToolUse
 from tests.claude_cli import ClaudeRun, claude_binary, run_claude
 

@@ -13,7 +13,7 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Page, expect
 
-from boards.management.commands.bench import GRAPH_FIGURES_JS, graph_plan
+from devtools.bench.graph import GRAPH_FIGURES_JS, graph_plan
 
 from .conftest import Agent, BoardPages, assert_not_reloaded, mark_document
 

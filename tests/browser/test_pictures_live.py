@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, expect
 
-from boards.liveserver import Cluster, Server
+from devtools.liveserver import Cluster, Server
 
 from .screens import Screens, new_live_board
 

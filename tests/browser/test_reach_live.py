@@ -11,7 +11,7 @@ import time
 import pytest
 from playwright.sync_api import Page, expect
 
-from boards.liveserver import wait_until
+from devtools.liveserver import wait_until
 
 from .conftest import TIMEOUT_MS, BoardPages, wait_live
 from .test_supervision_live import claim_gated, create_gated

@@ -1,6 +1,6 @@
 """``python manage.py demo``: a simulated team of agents working a plan on a running board.
 
-The team and its plan live in ``boards.demo``; this command checks the server,
+The team and its plan live in ``devtools.demo``; this command checks the server,
 gets the team a token, runs it and prints what it did. Watch it on the board:
 ``<url>/boards/<board>/``.
 
@@ -31,7 +31,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError, connections
 
 from boards import services
-from boards.demo.team import (
+from boards.models import AgentToken, Board, hash_token
+from devtools.demo.team import (
     DemoError,
     ServerUnreachable,
     Team,
@@ -40,7 +41,6 @@ from boards.demo.team import (
     server_check,
     summary_lines,
 )
-from boards.models import AgentToken, Board, hash_token
 
 
 class Command(BaseCommand):

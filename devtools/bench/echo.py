@@ -1,4 +1,4 @@
-"""Routes that exist only on a server started by ``manage.py bench`` (``KANBAN_BENCH=1``).
+"""Routes that exist only on a server started by ``manage.py bench`` (``devtools.bench.asgi``).
 
 They give the benchmark its floor: a bare ``group_send`` to sockets that echo it, with
 no database, no rendering and no service, so a push's cost can be read as a ratio.

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from boards import liveserver
+from devtools import liveserver
 
 from .plan import PLAN, PLAN_SUBJECT, STEPS, outcome_for, plan_ops, usage_for
 

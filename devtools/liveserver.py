@@ -7,6 +7,10 @@ made with management commands against the same database, so a caller touches the
 servers only the way agents and people do: over HTTP (``call``, ``session_cookie``)
 and in Chromium (``CHROMIUM_PATH``, ``CHROMIUM_ARGS``).
 
+Servers serve ``kanban.asgi:application``, the product's application, unless their
+caller names another (``manage.py bench`` adds its echo routes that way,
+``devtools.bench.asgi``).
+
 Standard library only (psycopg is imported when a PostgreSQL database is made), and
 nothing from ``boards``: the benchmark runs it on an install without the test extras.
 """
@@ -90,8 +94,11 @@ class Server:
     reconnects expects. Its output goes to ``log_path`` (appended across restarts).
     """
 
-    def __init__(self, env: dict[str, str], log_path: Path, port: int | None = None) -> None:
+    def __init__(
+        self, env: dict[str, str], log_path: Path, port: int | None = None, app: str = ASGI_APP
+    ) -> None:
         self.env = env
+        self.app = app
         self.port = port or free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path
@@ -107,7 +114,7 @@ class Server:
             raise RuntimeError(f"{self.base} is already running")
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), ASGI_APP],
+                [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), self.app],
                 cwd=ROOT,
                 env=self.env,
                 stdout=log,
@@ -189,11 +196,14 @@ class Cluster:
         backend: str = "sqlite",
         env: dict[str, str] | None = None,
         admin_url: str | None = None,
+        app: str = ASGI_APP,
     ) -> None:
         """``backend`` is "sqlite" (a file in ``workdir``; no Redis unless ``env`` names one)
         or "postgresql" (a new database on ``admin_url``, by default DATABASE_URL's server).
-        ``env`` is laid over the servers' environment last (e.g. a private REDIS_URL)."""
+        ``env`` is laid over the servers' environment last (e.g. a private REDIS_URL);
+        ``app`` is the ASGI application the servers serve."""
         self.workdir = workdir
+        self.app = app
         self.backend = backend
         self.servers: list[Server] = []
         self.workers: dict[str, subprocess.Popen[bytes]] = {}
@@ -236,12 +246,13 @@ class Cluster:
     def server(self, base: str) -> Server:
         return next(server for server in self.servers if server.base == base)
 
-    def manage(self, *args: str, timeout: float = 120) -> str:
-        """Run ``manage.py`` against the cluster's database; its stdout, stripped."""
+    def manage(self, *args: str, timeout: float = 120, env: dict[str, str] | None = None) -> str:
+        """Run ``manage.py`` against the cluster's database (``env`` laid over the
+        cluster's environment); its stdout, stripped."""
         result = subprocess.run(
             [sys.executable, "manage.py", *args],
             cwd=ROOT,
-            env=self.env,
+            env={**self.env, **(env or {})},
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -257,7 +268,7 @@ class Cluster:
     def start(self, port: int | None = None) -> str:
         """Start one more server on the database (on ``port``, or a free one); its base URL."""
         port = port or free_port()
-        server = Server(self.env, self.workdir / f"daphne-{port}.log", port)
+        server = Server(self.env, self.workdir / f"daphne-{port}.log", port, self.app)
         self.servers.append(server)
         return server.start()
 
@@ -292,13 +303,7 @@ class Cluster:
 
     def webhook(self, slug: str, url: str, *kinds: str) -> tuple[int, str]:
         """Add an endpoint to the board (as its admin would); its id and secret."""
-        out = self.manage(
-            "shell",
-            "-c",
-            "from boards import services, selectors; "
-            f"hook, secret = services.webhook_add(board=selectors.board_get({slug!r}), "
-            f"actor='admin', url={url!r}, kinds={list(kinds)!r}); print(hook.pk, secret)",
-        )
+        out = self.manage("addwebhook", slug, url, *kinds)
         pk, secret = out.split()[-2:]
         return int(pk), secret
 
@@ -330,11 +335,15 @@ class Cluster:
         return self.manage("issuetoken", slug, agent, *(["--team"] if team else []))
 
     def user(self, username: str, password: str) -> None:
+        """A person who can log in (a superuser: every board is theirs)."""
         self.manage(
-            "shell",
-            "-c",
-            "from django.contrib.auth.models import User; "
-            f"User.objects.create_superuser({username!r}, password={password!r})",
+            "createsuperuser",
+            "--noinput",
+            "--username",
+            username,
+            "--email",
+            "",
+            env={"DJANGO_SUPERUSER_PASSWORD": password},
         )
 
 

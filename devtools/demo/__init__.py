@@ -8,6 +8,6 @@ the running server only through the HTTP tool API (JSON, a real token), exactly 
 separate agent processes would; nothing they do touches the database directly.
 
 ``plan`` holds the project; ``team`` the agents, how they read the board, and the
-closing summary. The command (``boards/management/commands/demo.py``) parses the
+closing summary. The command (``devtools/management/commands/demo.py``) parses the
 options, issues the team's token and prints.
 """
