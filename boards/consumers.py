@@ -200,11 +200,13 @@ class BoardConsumer(AsyncWebsocketConsumer):
 
 
 def _inbox_html(user_id: int, count_only: bool) -> tuple[list[int], str]:
-    """The boards this person's inbox listens to, and its rendering now."""
+    """The boards this person's inbox hears (theirs, and the newest board id: any board
+    made later may be theirs too), and its rendering now."""
     user = get_user_model().objects.filter(pk=user_id, is_active=True).first()
     if user is None:
         return [], ""
-    boards = [board.pk for board in permissions.acting_boards(user)]
+    newest = Board.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
+    boards = [board.pk for board in permissions.acting_boards(user)] + [-newest]
     items = permissions.inbox(user)
     if count_only:
         return boards, render_to_string(
@@ -216,13 +218,15 @@ def _inbox_html(user_id: int, count_only: bool) -> tuple[list[int], str]:
 class InboxConsumer(AsyncWebsocketConsumer):
     """One socket for everything that waits for a person, on all their boards (SPEC §12):
     the inbox page's list (``/ws/inbox/``), or the count every page's header shows
-    (``?count=1``). It listens to each board the person may act on and re-renders
-    after a change there; consecutive changes are rendered once."""
+    (``?count=1``). Every board's header change is announced to all inboxes (a small
+    message, ``events.INBOXES_GROUP``); each re-renders when the board is the person's,
+    and changes that arrive while it renders are rendered once after."""
 
     user_id: int
     user_group = ""
     session_group = ""
     boards: frozenset[int] = frozenset()
+    newest = 0
     sent = ""
     ended = False
 
@@ -240,25 +244,20 @@ class InboxConsumer(AsyncWebsocketConsumer):
         if session and session.session_key:
             self.session_group = events.session_group(session.session_key)
             await self.channel_layer.group_add(self.session_group, self.channel_name)
+        await self.channel_layer.group_add(events.INBOXES_GROUP, self.channel_name)
         self.pending: asyncio.Task | None = None
         self.again = False
         await self.accept()
         await self.refresh()
 
     async def refresh(self) -> None:
-        """Render now; a change that arrives meanwhile renders once more after."""
+        """Render now (a change that arrives meanwhile renders once more after)."""
         boards, html = await database_sync_to_async(_inbox_html)(self.user_id, self.count_only)
-        await self._listen_to(frozenset(boards))
+        self.boards = frozenset(b for b in boards if b > 0)
+        self.newest = max([-b for b in boards if b <= 0], default=0)
         if html and html != self.sent and not self.ended:
             self.sent = html
             await self.send(text_data=html)
-
-    async def _listen_to(self, boards: frozenset[int]) -> None:
-        for pk in boards - self.boards:
-            await self.channel_layer.group_add(events.group_name(pk), self.channel_name)
-        for pk in self.boards - boards:
-            await self.channel_layer.group_discard(events.group_name(pk), self.channel_name)
-        self.boards = boards
 
     async def _refresh_soon(self) -> None:
         while True:
@@ -267,8 +266,11 @@ class InboxConsumer(AsyncWebsocketConsumer):
             if not self.again:
                 return
 
-    async def board_update(self, message: dict) -> None:
-        if self.ended or not (message.get("events") or message.get("header")):
+    async def board_changed(self, message: dict) -> None:
+        """A board's header changed (``events``): re-render when it is one of this person's
+        boards, or one not seen before (it may have become theirs)."""
+        board = message.get("board") or 0
+        if self.ended or (board not in self.boards and board <= self.newest):
             return
         if self.pending is not None and not self.pending.done():
             self.again = True
@@ -299,8 +301,7 @@ class InboxConsumer(AsyncWebsocketConsumer):
     async def _leave(self) -> None:
         if self.pending is not None:
             self.pending.cancel()
-        await self._listen_to(frozenset())
-        for group in (self.user_group, self.session_group):
+        for group in (self.user_group, self.session_group, events.INBOXES_GROUP):
             if group:
                 await self.channel_layer.group_discard(group, self.channel_name)
 

@@ -104,6 +104,11 @@ def access_changed(*, user_id: int, board_id: int | None = None) -> None:
     transaction.on_commit(partial(_control, user_group(user_id), message), robust=True)
 
 
+# Every inbox socket: told which board's header changed (``_deliver``), it re-reads what
+# waits for its person when the board is theirs, or newer than any it knew.
+INBOXES_GROUP = "inboxes"
+
+
 def _control(group: str, message: dict) -> None:
     """Send a message that tells sockets to stop; a failure is logged (its write stands)."""
     try:
@@ -247,22 +252,34 @@ def _deliver(
 ) -> None:
     try:
         layer = get_channel_layer()
-        if layer is None or not _may_have_listeners(layer, group_name(board_id)):
+        if layer is None:
+            return
+        if header and _may_have_listeners(layer, INBOXES_GROUP):
+            # What waits for a person may have changed: open inboxes re-read it.
+            _group_send(layer, INBOXES_GROUP, {"type": "board.changed", "board": board_id}, loop)
+        if not _may_have_listeners(layer, group_name(board_id)):
             return
         # A change to very many cards (a big batch) is sent as the board's first page.
         full = reset or len(touched) > CATCH_UP_MAX_CARDS
         message = render_update(board_id, touched, full=full, header=header)
         message["events"] = events
-        if loop is not None and loop.is_running():
-            send = _bounded_group_send(layer, group_name(board_id), message)
-            future = asyncio.run_coroutine_threadsafe(send, loop)
-            future.result(settings.KANBAN_BROADCAST_TIMEOUT_SECONDS + 1)
-        else:
-            async_to_sync(_bounded_group_send)(layer, group_name(board_id), message)
+        _group_send(layer, group_name(board_id), message, loop)
     except TimeoutError:
         logger.warning("broadcast of board %s update timed out", board_id)
     except Exception:
         logger.exception("broadcast of board %s update failed", board_id)
+
+
+def _group_send(
+    layer: Any, group: str, message: dict, loop: asyncio.AbstractEventLoop | None
+) -> None:
+    """Send on the server's loop when there is one (the publisher thread), else here."""
+    if loop is not None and loop.is_running():
+        send = _bounded_group_send(layer, group, message)
+        future = asyncio.run_coroutine_threadsafe(send, loop)
+        future.result(settings.KANBAN_BROADCAST_TIMEOUT_SECONDS + 1)
+    else:
+        async_to_sync(_bounded_group_send)(layer, group, message)
 
 
 def _may_have_listeners(layer: Any, group: str) -> bool:

@@ -549,6 +549,13 @@
 
   // Registered when this script runs, before htmx (loaded after it) opens the socket,
   // on document because the extension's events bubble up from the #board element.
+  // Every socket's element says whether it is connected (data-socket: live / down).
+  document.addEventListener("htmx:ws:after:connection", function (event) {
+    if (event.target && event.target.dataset) event.target.dataset.socket = "live";
+  });
+  document.addEventListener("htmx:ws:close", function (event) {
+    if (event.target && event.target.dataset) event.target.dataset.socket = "down";
+  });
   // The board's own socket (#board); the header's inbox count has a socket of its own.
   function boardSocket(event) { return !!board() && event.target === board(); }
   document.addEventListener("htmx:ws:before:connection", function (event) {

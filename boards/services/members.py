@@ -29,6 +29,7 @@ def member_set(*, board: Board, username: str, role: str, actor: str) -> Members
             board=work.board, user=user, defaults={"role": role}
         )
         work.record("member", None, person=user.get_username(), role=role)
+        events.access_changed(user_id=user.pk)  # their inbox now listens here, or not
     return membership
 
 

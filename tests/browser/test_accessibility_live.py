@@ -76,6 +76,8 @@ PAGES = [
     Checked("login", "/login/", login=False),
     Checked("login on a phone", "/login/", login=False, screen=PHONE_SIZE),
     Checked("board list", "/boards/"),
+    Checked("inbox", "/inbox/"),
+    Checked("inbox on a phone", "/inbox/", screen=PHONE_SIZE),
     Checked("board with a card open", "/boards/{board}/", prepare=open_card_awaiting_approval),
     Checked(
         "board on a phone, a card open",
