@@ -84,6 +84,7 @@ class TaskSummary(_Open):
     activeForm: str | None = None
     parentId: str | None = None
     approval: Any = Field(None, description="The approval state (summaries) or object (full).")
+    labels: list[str] | None = Field(None, description="Its labels (lower-case), when it has any.")
 
 
 class Task(TaskSummary):
@@ -103,6 +104,11 @@ class Task(TaskSummary):
     lease: Lease | None
     needsAttention: bool
     attention: str | None
+    needs: str | None = Field(
+        None,
+        description="Why a person must decide (approval, failed, stranded, not_started, "
+        "no_progress), or null.",
+    )
     usage: Usage
     version: int
     createdAt: str

@@ -224,6 +224,25 @@ class Dependency(models.Model):
         return f"{self.task_id} blocked by {self.blocker_id}"
 
 
+class Label(models.Model):
+    """A task's label (SPEC §2): a lower-case name, at most ``LABELS_MAX`` per task; the
+    rows are the index that label filters use."""
+
+    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="labels")
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="label_rows")
+    name = models.CharField(max_length=64)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["task", "name"], name="label_unique")]
+        indexes = [models.Index(fields=["board", "name", "task"], name="label_board_name")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+LABELS_MAX = 10
+
+
 class Event(models.Model):
     """Append-only log of every change on a board, numbered per board."""
 

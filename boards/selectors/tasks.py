@@ -23,6 +23,7 @@ from ..models import (
     TERMINAL_STATUSES,
     Board,
     Dependency,
+    Label,
     Message,
     Status,
     Task,
@@ -77,6 +78,7 @@ class TaskView:
     # The status each blocker in ``stuck_on`` ended with ("failed" / "cancelled").
     dead_ends: dict[int, str] = field(default_factory=dict)
     max_attempts: int = 3
+    labels: list[str] = field(default_factory=list)
 
     @property
     def number(self) -> int:
@@ -168,6 +170,7 @@ def board_snapshot(board: Board) -> BoardSnapshot:
             task.parent = parent  # type: ignore[assignment]
             children.setdefault(task.parent_id, []).append(task.number)
     views: dict[int, TaskView] = {}
+    labels = labels_of(by_pk)
     for task in tasks:
         blockers = [by_pk[pk] for pk in blocked_by.get(task.pk, ()) if pk in by_pk]
         views[task.number] = TaskView(
@@ -179,6 +182,7 @@ def board_snapshot(board: Board) -> BoardSnapshot:
             stuck_on=sorted(b.number for b in blockers if b.status in DEAD_ENDS),
             dead_ends={b.number: b.status for b in blockers if b.status in DEAD_ENDS},
             max_attempts=board.max_attempts,
+            labels=labels.get(task.pk, []),
         )
     return BoardSnapshot(board=board, views=views)
 
@@ -204,6 +208,7 @@ def task_views(
         if with_children
         else ()
     )
+    labels = labels_of(pks)
     children: dict[int, list[int]] = {}
     for parent_pk, number in child_rows:
         children.setdefault(parent_pk, []).append(number)
@@ -225,8 +230,18 @@ def task_views(
             stuck_on=sorted(bn for bn, bs in blockers if bs in DEAD_ENDS),
             dead_ends={bn: bs for bn, bs in blockers if bs in DEAD_ENDS},
             max_attempts=board.max_attempts,
+            labels=labels.get(task.pk, []),
         )
     return views
+
+
+def labels_of(pks: Iterable[int]) -> dict[int, list[str]]:
+    """Each task's labels, sorted (one query)."""
+    found: dict[int, list[str]] = {}
+    rows = Label.objects.filter(task_id__in=list(pks)).order_by("name")
+    for task_pk, name in rows.values_list("task_id", "name"):
+        found.setdefault(task_pk, []).append(name)
+    return found
 
 
 def task_view(board: Board, number: int) -> TaskView:
@@ -313,6 +328,7 @@ def task_list(
     owner: str | None = None,
     blocked: bool | None = None,
     parent_id: int | None = None,
+    label: str | None = None,
     tree: bool = False,
 ) -> tuple[list[TaskView], BoardSnapshot]:
     snapshot = board_snapshot(board)
@@ -324,6 +340,7 @@ def task_list(
         and (owner is None or v.task.owner == owner)
         and (blocked is None or v.blocked == blocked)
         and (parent_id is None or view_parent_number(v.task) == parent_id)
+        and (label is None or label.lower() in v.labels)
     ]
     if tree:
         selected = tree_order(selected)
@@ -372,6 +389,7 @@ def task_page(
     owner: str | None = None,
     blocked: bool | None = None,
     parent_id: int | None = None,
+    label: str | None = None,
     tree: bool = False,
     limit: int = LIST_LIMIT_DEFAULT,
     cursor: str | None = None,
@@ -395,6 +413,8 @@ def task_page(
         )
     if parent_id is not None:
         rows = rows.filter(parent__number=parent_id, parent__board=board)
+    if label is not None:
+        rows = rows.filter(label_rows__name=label.lower())
     total = rows.count()
     after = decode_cursor(cursor) if cursor else 0
     # Number order, but by which index: one status (a view of one status, or status=) is
@@ -403,7 +423,12 @@ def task_page(
     # ordered by the bare column, SQLite's planner walks (board, number) through the whole
     # history instead. All tasks, or all finished ones, are walked in number order.
     one_status = status is not None or view in ("in_progress", "ready")
-    selective = view in ("open", "blocked", "stuck") or owner is not None or parent_id is not None
+    selective = (
+        view in ("open", "blocked", "stuck", "needs_person")
+        or owner is not None
+        or parent_id is not None
+        or label is not None
+    )
     order: Any = "number" if one_status or not selective else _UNINDEXED_NUMBER
     numbers = list(
         rows.filter(number__gt=after).order_by(order).values_list("number", flat=True)[: limit + 1]
