@@ -46,6 +46,14 @@ class Board(models.Model):
     completed_count = models.PositiveIntegerField(default=0)
     failed_count = models.PositiveIntegerField(default=0)
     cancelled_count = models.PositiveIntegerField(default=0)
+    # Open tasks by what they show (``rules.KEPT_COUNTS``), kept the same way: a backlog of
+    # thousands costs its counts no more than a small board does.
+    pending_count = models.PositiveIntegerField(default=0)
+    blocked_count = models.PositiveIntegerField(default=0)
+    in_progress_count = models.PositiveIntegerField(default=0)
+    ready_count = models.PositiveIntegerField(default=0)
+    stuck_count = models.PositiveIntegerField(default=0)
+    needs_person_count = models.PositiveIntegerField(default=0)
     # What agents reported spending (TaskUpdate/TaskHeartbeat ``usage``), and the optional
     # budget: once spent reaches it, claims are refused until a person raises it.
     spent_usd = models.DecimalField(max_digits=16, decimal_places=6, default=0)
@@ -108,6 +116,8 @@ class Task(models.Model):
     # Stored by the unit of work (and the sweeper, for reasons that come with time).
     needs = models.CharField(max_length=16, choices=Reason.choices, blank=True, default="")
     needs_since = models.DateTimeField(null=True, blank=True)
+    # What it adds to the board's kept counts as last counted (``rules.counted_bits``).
+    counted = models.PositiveSmallIntegerField(default=0)
     # When a person (or orchestrator) gave it, pending, to its owner: "assigned, not started".
     assigned_at = models.DateTimeField(null=True, blank=True)
     # The owner's lease on in-progress work: renewed by the owner's calls, reclaimed when it

@@ -258,6 +258,7 @@ def _update(
 def _delete(work: Work, task: Task) -> None:
     lifecycle.check_lease(work, task)
     lifecycle.check_delete(work, task)
+    work.uncount(task)
     for child in Task.objects.filter(parent=task):
         Task.objects.filter(pk=child.pk).update(
             parent=None, version=F("version") + 1, updated_at=work.now
