@@ -29,12 +29,15 @@ from . import charts, clients, gates, metrics, numbers, permissions, selectors, 
 from .activity import SIGNALS
 from .errors import InvalidInput, NotFound, ServiceError, error_body
 from .models import (
+    TERMINAL_STATUSES,
     Agent,
     AgentToken,
+    ApprovalState,
     Board,
     GateRule,
     Membership,
     Priority,
+    Reason,
     Role,
     Status,
     Task,
@@ -130,20 +133,77 @@ def board_detail(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResp
     return render(request, "boards/board.html", context)
 
 
+def _first_actions(view: selectors.TaskView, role: Role) -> list[dict[str, Any]]:
+    """What the task's state asks of a person, most likely first: the panel's first
+    controls (an approval asked has its own form, with the note and version)."""
+    task = view.task
+    actions: list[dict[str, Any]] = []
+
+    def add(action: str, label: str, *, blocker: int | None = None, danger: bool = False) -> None:
+        if permissions.may(role, action):
+            actions.append({"action": action, "label": label, "blocker": blocker, "danger": danger})
+
+    waited_on = (
+        task.status in (Status.FAILED, Status.CANCELLED)
+        and Task.objects.filter(blocker_links__blocker=task).unfinished().exists()
+    )
+    if task.status == Status.FAILED or task.needs == Reason.FAILED:
+        add("retry", "Retry")
+    if waited_on:
+        add("skip", "Go on without it")
+    if task.status == Status.CANCELLED:
+        add("reopen", "Reopen")
+    if waited_on:
+        add("cancel-chain", "Cancel it and what waits on it", danger=True)
+    if view.stuck:
+        for n in view.stuck_on:
+            add("unblock", f"Go on without #{n}", blocker=n)
+    if task.needs == Reason.NOT_STARTED:
+        add("release", "Release to anyone")
+    return actions
+
+
+def _moves(task: Task) -> list[dict[str, str]]:
+    """The status moves the panel offers; finishing failed or gated work is confirmed."""
+    gated = task.approval_required and task.approval_state != ApprovalState.APPROVED
+    moves = []
+    for status in Status:
+        if status == task.status:
+            continue
+        confirm = ""
+        if status in TERMINAL_STATUSES and task.status == Status.FAILED:
+            confirm = (
+                f"#{task.number} failed. Mark it {status.label.lower()} anyway? "
+                "What waits on it goes on as if it had."
+                if status == Status.COMPLETED
+                else f"#{task.number} failed. Mark it {status.label.lower()}?"
+            )
+        elif status in TERMINAL_STATUSES and gated:
+            confirm = (
+                f"#{task.number} waits for a person's approval. Mark it "
+                f"{status.label.lower()} without deciding it?"
+            )
+        moves.append({"value": status.value, "label": status.label, "confirm": confirm})
+    return moves
+
+
 def _detail_context(board: Board, number: int, role: Role) -> dict[str, Any]:
     try:
         view = selectors.task_view(board, number)
     except ServiceError as exc:
         raise Http404(exc.message) from exc
+    asked = view.task.approval_state == ApprovalState.REQUESTED and not view.task.is_terminal
     return {
         "board": board,
         "view": view,
         "task": view.task,
+        "asked": asked,
+        "first_actions": _first_actions(view, role),
+        "moves": _moves(view.task),
         # Pairs, not the dict: a key like "items" would shadow the dict's own method.
         "metadata": sorted(view.task.metadata.items()),
         "history": selectors.task_history(board, number),
         "agents": list(Agent.objects.filter(board=board).values_list("name", flat=True)),
-        "statuses": [s for s in Status if s != view.task.status],
         "attempts": selectors.attempts(view.task),
         "readiness": selectors.readiness(board, view.task),
         "priorities": Priority.choices,
