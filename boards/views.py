@@ -15,10 +15,13 @@ from typing import Any
 from django import forms
 from django.conf import settings
 from django.contrib import messages
+from django.contrib.auth import get_user_model, login, password_validation
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.cache import add_never_cache_headers, patch_vary_headers
 from django.utils.html import escape
 from django.utils.timesince import timesince
@@ -35,6 +38,7 @@ from .models import (
     ApprovalState,
     Board,
     GateRule,
+    Invite,
     Membership,
     Priority,
     Reason,
@@ -486,13 +490,31 @@ def token_revoke_post(
     return redirect("tokens", slug=board.slug)
 
 
+NEW_INVITE_KEY = "kanban:new-invite"
+
+
 @board_access("members")
 def member_list(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResponse:
-    """The board's people and their roles, and its agents' roster (admins)."""
+    """The board's people and their roles, its open invites, and its agents' roster
+    (admins). A new invite's link is shown once, after a redirect, never cached."""
     error = ""
     if request.method == "POST":
         try:
-            if request.POST.get("remove"):
+            if request.POST.get("action") == "invite":
+                invite, raw = services.invite_create(
+                    board=board, role=request.POST.get("role", ""), actor=_person(request)
+                )
+                request.session[NEW_INVITE_KEY] = {
+                    "board": board.pk,
+                    "link": request.build_absolute_uri(reverse("invite", args=[raw])),
+                    "role": invite.get_role_display(),
+                    "expires": invite.expires_at.isoformat(),
+                }
+            elif request.POST.get("revoke_invite"):
+                services.invite_revoke(
+                    board=board, invite_id=request.POST["revoke_invite"], actor=_person(request)
+                )
+            elif request.POST.get("remove"):
                 services.member_remove(
                     board=board, username=request.POST["remove"], actor=_person(request)
                 )
@@ -511,14 +533,107 @@ def member_list(request: HtmxHttpRequest, board: Board, role: Role) -> HttpRespo
             error = exc.message
         else:
             return redirect("members", slug=board.slug)
+    shown = request.session.pop(NEW_INVITE_KEY, None)
     context = {
         "board": board,
         "members": Membership.objects.filter(board=board).select_related("user"),
         "roles": Role.choices,
         "agents": selectors.roster(board),
+        "invites": Invite.objects.filter(
+            board=board, used_at=None, revoked_at=None, expires_at__gt=timezone.now()
+        ).order_by("-created_at"),
+        "new_invite": shown if shown and shown.get("board") == board.pk else None,
         "error": error,
+        "username": request.POST.get("username", "") if error else "",
     }
-    return render(request, "boards/members.html", context, status=400 if error else 200)
+    response = render(request, "boards/members.html", context, status=400 if error else 200)
+    add_never_cache_headers(response)
+    return response
+
+
+class SignUpForm(forms.Form):
+    """A person's new account, from an invite: Django's username rules and the
+    project's password validators (``AUTH_PASSWORD_VALIDATORS``)."""
+
+    username = forms.CharField(
+        max_length=150,
+        validators=[UnicodeUsernameValidator()],
+        help_text="Letters, digits and @ . + - _ only; up to 150 characters.",
+        widget=forms.TextInput(attrs={"autocomplete": "username", "autofocus": True}),
+    )
+    password1 = forms.CharField(
+        label="Password",
+        strip=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
+        help_text=password_validation.password_validators_help_text_html(),
+    )
+    password2 = forms.CharField(
+        label="Password again",
+        strip=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
+    )
+
+    def clean_username(self) -> str:
+        username: str = self.cleaned_data["username"]
+        if get_user_model().objects.filter(username__iexact=username).exists():
+            raise forms.ValidationError(f"The username {username!r} is taken; choose another.")
+        return username
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        first, second = data.get("password1"), data.get("password2")
+        if first and second and first != second:
+            self.add_error("password2", "The two passwords differ.")
+        elif first:
+            person = get_user_model()(username=data.get("username", ""))
+            try:
+                password_validation.validate_password(first, person)
+            except forms.ValidationError as exc:
+                self.add_error("password1", exc)
+        return data
+
+
+@require_http_methods(["GET", "POST"])
+def invite_accept(request: HtmxHttpRequest, token: str) -> HttpResponse:
+    """An invite link: choose a username and password, and join its board with the role
+    the admin chose, logged in. A used, revoked or expired link is refused (410) with a
+    page that says so; the link's token never leaves this page (no referrer)."""
+    form = SignUpForm(request.POST if request.method == "POST" else None)
+    status = 200
+    try:
+        invite = services.invite_find(token)
+        services.invite_check(invite, timezone.now())
+        if request.method == "POST" and form.is_valid():
+            user = services.invite_accept(
+                token=token,
+                username=form.cleaned_data["username"],
+                password=form.cleaned_data["password1"],
+            )
+            login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+            messages.success(
+                request,
+                f"Welcome, {user.get_username()}: you are {invite.get_role_display().lower()} "
+                f"on {invite.board.name}.",
+            )
+            return redirect("board", slug=invite.board.slug)
+        if form.is_bound:
+            status = 400
+    except ServiceError as exc:
+        if exc.code == "username_taken":
+            form.add_error("username", exc.message)
+            status = 400
+        else:
+            response = render(
+                request, "boards/invite.html", {"refused": exc.message}, status=exc.status
+            )
+            response["Referrer-Policy"] = "no-referrer"
+            add_never_cache_headers(response)
+            return response
+    context = {"invite": invite, "form": form}
+    response = render(request, "boards/invite.html", context, status=status)
+    response["Referrer-Policy"] = "no-referrer"
+    add_never_cache_headers(response)
+    return response
 
 
 def _queued(board: Board, recipient: str) -> str:
