@@ -597,7 +597,8 @@ class SignUpForm(forms.Form):
 def invite_accept(request: HtmxHttpRequest, token: str) -> HttpResponse:
     """An invite link: choose a username and password, and join its board with the role
     the admin chose, logged in. A used, revoked or expired link is refused (410) with a
-    page that says so; the link's token never leaves this page (no referrer)."""
+    page that says so. The link's token is never sent to another site as a referrer
+    (``same-origin``: ``no-referrer`` would make the form's POST fail the CSRF origin check)."""
     form = SignUpForm(request.POST if request.method == "POST" else None)
     status = 200
     try:
@@ -626,12 +627,12 @@ def invite_accept(request: HtmxHttpRequest, token: str) -> HttpResponse:
             response = render(
                 request, "boards/invite.html", {"refused": exc.message}, status=exc.status
             )
-            response["Referrer-Policy"] = "no-referrer"
+            response["Referrer-Policy"] = "same-origin"
             add_never_cache_headers(response)
             return response
     context = {"invite": invite, "form": form}
     response = render(request, "boards/invite.html", context, status=status)
-    response["Referrer-Policy"] = "no-referrer"
+    response["Referrer-Policy"] = "same-origin"
     add_never_cache_headers(response)
     return response
 

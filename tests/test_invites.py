@@ -52,7 +52,7 @@ def test_an_admin_invites_a_person_who_signs_up_as_an_approver(board, person_cli
 
     page = Client().get(path)
     assert page.status_code == 200
-    assert page["Referrer-Policy"] == "no-referrer"
+    assert page["Referrer-Policy"] == "same-origin"
     assert "invited you as <strong data-invite-role>approver</strong>" in page.content.decode()
 
     client, response = sign_up(path, "alice")
