@@ -186,6 +186,9 @@ def _moves(task: Task) -> list[dict[str, str]]:
             confirm = (
                 f"#{task.number} waits for a person's approval. Mark it "
                 f"{status.label.lower()} without deciding it?"
+                if task.approval_state == ApprovalState.REQUESTED
+                else f"#{task.number} needs a person's approval and has none. Mark it "
+                f"{status.label.lower()} anyway?"
             )
         moves.append({"value": status.value, "label": status.label, "confirm": confirm})
     return moves

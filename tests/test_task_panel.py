@@ -110,7 +110,10 @@ def test_finishing_failed_or_gated_work_asks_to_confirm(alice, board, person_cli
 
     make_task(board, "Migrate", requires_approval=True)  # 2
     gated = panel(person_client, 2)
-    assert "#2 waits for a person&#x27;s approval. Mark it cancelled without deciding it?" in gated
+    assert "#2 needs a person&#x27;s approval and has none. Mark it cancelled anyway?" in gated
+    assert alice.call("TaskClaim", {"taskId": "2"}).status == 202
+    asked = panel(person_client, 2)
+    assert "#2 waits for a person&#x27;s approval. Mark it completed without deciding it?" in asked
 
     make_task(board, "Plain work")  # 3
     assert (
