@@ -63,6 +63,9 @@ class ReadinessStep(_Open):
     owner: str
     waitsOn: list[str]
     canMove: bool
+    waitsForPerson: bool = Field(
+        False, description="Only a person can move it on: an approval asked, a dead end."
+    )
 
 
 class Readiness(_Open):
@@ -70,6 +73,9 @@ class Readiness(_Open):
     reason: str
     chain: list[ReadinessStep]
     movable: list[str]
+    waitsForPerson: list[str] = Field(
+        default_factory=list, description="The tasks (this one too) that wait for a person."
+    )
 
 
 class TaskSummary(_Open):

@@ -404,6 +404,31 @@ class Membership(models.Model):
         return f"{self.user} on {self.board}: {self.role}"
 
 
+class Invite(models.Model):
+    """A one-time link that signs a person up as a member of a board with ``role``.
+
+    Only the SHA-256 of its token is stored (the link is shown once); it is used once
+    (``used_at``), until ``expires_at``, unless an admin revokes it first.
+    """
+
+    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="invites")
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.VIEWER)
+    token_hash = models.CharField(max_length=64, unique=True)
+    prefix = models.CharField(max_length=12)
+    created_by = models.CharField(max_length=150, blank=True)
+    created_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+    used_at = models.DateTimeField(null=True, blank=True)
+    used_by = models.CharField(max_length=150, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["board_id", "-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.role} on {self.board})"
+
+
 class Subscription(models.Model):
     """Which signals (boards.activity.SIGNALS) notify one person in their browser, per board."""
 
