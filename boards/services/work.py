@@ -22,7 +22,7 @@ from django.utils import timezone
 from .. import events
 from ..activity import NEEDS_ATTENTION, status_to
 from ..errors import InvalidInput, NotFound
-from ..models import Board, Event, FlowDay, Reason, Task
+from ..models import Board, Dependency, Event, FlowDay, Reason, Task
 from ..rules import KEPT_COUNTS, count_delta, counted_bits
 from ..selectors import cycle_through, derive_flags, parse_task_id
 from . import outbox
@@ -122,13 +122,21 @@ class Work:
 
     def status_changed(self, task: Task) -> list[int]:
         """Note a change of ``task``'s status; returns its dependents' numbers."""
-        dependents = list(task.blocks.values_list("pk", "number"))
+        # Both ways in one read: its dependents' flags follow its status, and its blockers'
+        # "something waits on it" too (SPEC §12).
+        edges = Dependency.objects.filter(Q(blocker=task) | Q(task=task)).order_by()
+        dependents = []
+        for dependent_pk, number, blocker_pk in edges.values_list(
+            "task_id", "task__number", "blocker_id"
+        ):
+            if blocker_pk == task.pk:
+                dependents.append((dependent_pk, number))
+            else:
+                self.recheck.add(blocker_pk)
         self.status_before.setdefault(task.pk, task.status)
         self.recheck.add(task.pk)
         self.recheck.update(pk for pk, _ in dependents)
-        # Its blockers: whether anything unfinished still waits on them (SPEC §12).
-        self.recheck.update(task.blocker_links.values_list("blocker_id", flat=True))
-        return [number for _, number in dependents]
+        return sorted(number for _, number in dependents)
 
     def record(self, kind: str, number: int | None, **data: Any) -> None:
         self.board.last_seq += 1
