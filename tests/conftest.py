@@ -3,8 +3,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from channels.testing import WebsocketCommunicator
 from django.conf import settings
 from django.test import Client
 
+from boards.liveserver import Cluster
 from boards.models import Board, Membership, Role
 from tests.factories import make_board, make_token
 
@@ -68,6 +70,24 @@ def django_db_setup(django_db_setup, django_db_blocker):
         for connection in connections.all():
             if hasattr(connection, "close_pool"):
                 connection.close_pool()
+
+
+@pytest.fixture
+def cluster_factory(tmp_path: Path) -> Iterator[Callable[..., Cluster]]:
+    """Make live-server clusters (``boards.liveserver``) in the test's own folder:
+    ``cluster_factory("sqlite" | "postgresql", env)``; all are stopped at its end."""
+    made: list[Cluster] = []
+
+    def make(backend: str, env: dict[str, str] | None = None) -> Cluster:
+        workdir = tmp_path / f"{backend}-{len(made)}"
+        workdir.mkdir()
+        cluster = Cluster(workdir, backend=backend, env=env)
+        made.append(cluster)
+        return cluster
+
+    yield make
+    for cluster in made:
+        cluster.stop()
 
 
 @pytest.fixture(autouse=True)
