@@ -14,6 +14,7 @@ from channels.testing import WebsocketCommunicator
 from django.conf import settings
 from django.test import Client
 
+from boards import events
 from boards.liveserver import Cluster
 from boards.models import Board, Membership, Role
 from tests.factories import make_board, make_token
@@ -131,6 +132,40 @@ def layer_spy(monkeypatch) -> LayerSpy:
 
     monkeypatch.setattr(layer, "receive", counted)
     return spy
+
+
+@dataclass(frozen=True)
+class Published:
+    """One update sent to a board's group: the events it carries (the SPEC's payloads),
+    the task numbers whose cards it re-renders, whether it re-renders the whole board
+    (``reset``) and the header (counts, approvals, roster)."""
+
+    board_id: int
+    events: list[dict]
+    touched: list[int]
+    reset: bool
+    header: bool
+
+    @property
+    def kinds(self) -> list[str]:
+        return [event["kind"] for event in self.events]
+
+
+@pytest.fixture
+def published(monkeypatch) -> list[Published]:
+    """What writes broadcast, in order, as they are handed to the channel layer (after
+    commit; run the write in ``django_capture_on_commit_callbacks(execute=True)``). Like
+    zulip's ``capture_send_event_calls``: a test asserts the pushes a change makes without
+    reaching into ``boards.events``; the updates are still sent."""
+    sent: list[Published] = []
+    deliver = events._deliver
+
+    def recorded(board_id, payload_events, touched, reset, header=True, loop=None):
+        sent.append(Published(board_id, payload_events, touched, reset, header))
+        return deliver(board_id, payload_events, touched, reset, header, loop)
+
+    monkeypatch.setattr(events, "_deliver", recorded)
+    return sent
 
 
 @pytest.fixture(autouse=True)
