@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from channels.layers import get_channel_layer
@@ -22,6 +23,28 @@ from tests.factories import make_board, make_token
 # No lease sweeper thread in this process: tests call services.leases_sweep() themselves.
 # Servers started by the tests are other processes and sweep as in production.
 os.environ["KANBAN_NO_SWEEPER_PID"] = str(os.getpid())
+
+
+def _redis_of_this_worker() -> None:
+    """Under pytest-xdist (``-n``) each worker gets a Redis database of its own, for its
+    servers too (they inherit REDIS_URL): workers number their boards from 1 alike, so on
+    one database their groups (``board_1``) would meet, and a test that flushes the layer
+    or clears the cache would wipe the other worker's. Worker gwN uses database N + 1."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    url = os.environ.get("REDIS_URL", "")
+    if not (worker.startswith("gw") and url):
+        return
+    parts = urlsplit(url)
+    own = urlunsplit(parts._replace(path=f"/{int(worker[2:]) + 1}"))
+    os.environ["REDIS_URL"] = own
+    # Django's settings were read before this file (pytest-django sets Django up first);
+    # neither the cache nor the channel layer has connected yet.
+    settings.REDIS_URL = own
+    settings.CACHES["default"]["LOCATION"] = own
+    settings.CHANNEL_LAYERS["default"]["CONFIG"]["hosts"][0]["address"] = own
+
+
+_redis_of_this_worker()
 
 
 @dataclass
@@ -227,9 +250,21 @@ def person_client(person) -> Client:
 
 
 def pytest_collection_modifyitems(config, items) -> None:
-    # Playwright's sync API keeps an event loop running in the main thread for the rest
-    # of the session once started, which breaks later async tests: browser tests go last.
-    items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
+    """Order the run so that two workers (``-n 2``) finish together: the browser tests
+    first, as one unit (one Chromium and one server for all of them, on one worker), then
+    the slow tests, which the other worker starts on, then the quick ones, which fill in.
+    pytest-xdist hands out units in this order (``--dist loadgroup --no-loadscope-reorder``
+    in pyproject.toml); a run without workers goes in the same order."""
+    for item in items:
+        if "browser" in item.fixturenames:
+            item.add_marker(pytest.mark.xdist_group("browser"))
+    items.sort(key=_run_order)
+
+
+def _run_order(item: pytest.Item) -> int:
+    if "browser" in item.fixturenames:
+        return 0
+    return 1 if item.get_closest_marker("slow") else 2
 
 
 # -- the board's socket, as a logged-in person's browser opens it --------------------------

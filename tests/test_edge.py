@@ -13,7 +13,6 @@ import threading
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from channels.testing import HttpCommunicator
@@ -24,10 +23,14 @@ from kanban.asgi import application
 
 GIB = 1024**3
 
+# One server for the module's live tests (``server``): with -n, they run on one worker.
+pytestmark = pytest.mark.xdist_group("test_edge")
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[tuple[Cluster, str]]:
-    cluster = Cluster(tmp_path, backend="sqlite")
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, str]]:
+    """One daphne for the module: each test measures its own memory growth from its start."""
+    cluster = Cluster(tmp_path_factory.mktemp("edge"), backend="sqlite")
     try:
         base = cluster.start()
         cluster.board("edge")

@@ -39,7 +39,9 @@ from boards import schemas
 from boards.liveserver import Cluster, Server
 from tests.npm import npm_ci
 
-pytestmark = pytest.mark.slow  # a live server, and Node processes
+# A live server and Node processes; one server for the module (``live``, ``summary``):
+# with -n, its tests run on one worker.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_mcp_node")]
 
 NODE_DIR = Path(__file__).resolve().parent / "node"
 MCP_REQUEST_TIMEOUT = -32001  # the TypeScript SDK's ErrorCode.RequestTimeout
