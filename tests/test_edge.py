@@ -69,6 +69,7 @@ def _status_and_json(answer: bytes) -> tuple[int, dict]:
     return int(head.split()[1]), json.loads(body)
 
 
+@pytest.mark.slow  # a live daphne
 def test_a_declared_gigabyte_is_refused_at_once_and_costs_no_memory(server):
     cluster, base = server
     before = cluster.servers[0].rss_kib()
@@ -87,6 +88,7 @@ def test_a_declared_gigabyte_is_refused_at_once_and_costs_no_memory(server):
         assert response.status == 200
 
 
+@pytest.mark.slow  # a live daphne
 def test_a_chunked_body_that_grows_past_the_limit_is_cut_off(server):
     cluster, base = server
     before = cluster.servers[0].rss_kib()
@@ -103,6 +105,7 @@ def test_a_chunked_body_that_grows_past_the_limit_is_cut_off(server):
     assert cluster.servers[0].rss_kib() - before < 16 * 1024
 
 
+@pytest.mark.slow  # a live daphne
 def test_a_body_under_the_limit_still_arrives_whole(server):
     cluster, base = server
     token = cluster.token("edge", "alice")
