@@ -3,9 +3,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from channels.layers import get_channel_layer
@@ -13,12 +15,36 @@ from channels.testing import WebsocketCommunicator
 from django.conf import settings
 from django.test import Client
 
+from boards import events
+from devtools.liveserver import Cluster
 from boards.models import Board, Membership, Role
 from tests.factories import make_board, make_token
 
 # No lease sweeper thread in this process: tests call services.leases_sweep() themselves.
 # Servers started by the tests are other processes and sweep as in production.
 os.environ["KANBAN_NO_SWEEPER_PID"] = str(os.getpid())
+
+
+def _redis_of_this_worker() -> None:
+    """Under pytest-xdist (``-n``) each worker gets a Redis database of its own, for its
+    servers too (they inherit REDIS_URL): workers number their boards from 1 alike, so on
+    one database their groups (``board_1``) would meet, and a test that flushes the layer
+    or clears the cache would wipe the other worker's. Worker gwN uses database N + 1."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    url = os.environ.get("REDIS_URL", "")
+    if not (worker.startswith("gw") and url):
+        return
+    parts = urlsplit(url)
+    own = urlunsplit(parts._replace(path=f"/{int(worker[2:]) + 1}"))
+    os.environ["REDIS_URL"] = own
+    # Django's settings were read before this file (pytest-django sets Django up first);
+    # neither the cache nor the channel layer has connected yet.
+    settings.REDIS_URL = own
+    settings.CACHES["default"]["LOCATION"] = own
+    settings.CHANNEL_LAYERS["default"]["CONFIG"]["hosts"][0]["address"] = own
+
+
+_redis_of_this_worker()
 
 
 @dataclass
@@ -70,6 +96,24 @@ def django_db_setup(django_db_setup, django_db_blocker):
                 connection.close_pool()
 
 
+@pytest.fixture
+def cluster_factory(tmp_path: Path) -> Iterator[Callable[..., Cluster]]:
+    """Make live-server clusters (``devtools.liveserver``) in the test's own folder:
+    ``cluster_factory("sqlite" | "postgresql", env)``; all are stopped at its end."""
+    made: list[Cluster] = []
+
+    def make(backend: str, env: dict[str, str] | None = None) -> Cluster:
+        workdir = tmp_path / f"{backend}-{len(made)}"
+        workdir.mkdir()
+        cluster = Cluster(workdir, backend=backend, env=env)
+        made.append(cluster)
+        return cluster
+
+    yield make
+    for cluster in made:
+        cluster.stop()
+
+
 @pytest.fixture(autouse=True)
 def fresh_channel_layer():
     """A new channel layer per test: each async test has its own event loop, and the
@@ -111,6 +155,40 @@ def layer_spy(monkeypatch) -> LayerSpy:
 
     monkeypatch.setattr(layer, "receive", counted)
     return spy
+
+
+@dataclass(frozen=True)
+class Published:
+    """One update sent to a board's group: the events it carries (the SPEC's payloads),
+    the task numbers whose cards it re-renders, whether it re-renders the whole board
+    (``reset``) and the header (counts, approvals, roster)."""
+
+    board_id: int
+    events: list[dict]
+    touched: list[int]
+    reset: bool
+    header: bool
+
+    @property
+    def kinds(self) -> list[str]:
+        return [event["kind"] for event in self.events]
+
+
+@pytest.fixture
+def published(monkeypatch) -> list[Published]:
+    """What writes broadcast, in order, as they are handed to the channel layer (after
+    commit; run the write in ``django_capture_on_commit_callbacks(execute=True)``). Like
+    zulip's ``capture_send_event_calls``: a test asserts the pushes a change makes without
+    reaching into ``boards.events``; the updates are still sent."""
+    sent: list[Published] = []
+    deliver = events._deliver
+
+    def recorded(board_id, payload_events, touched, reset, header=True, loop=None):
+        sent.append(Published(board_id, payload_events, touched, reset, header))
+        return deliver(board_id, payload_events, touched, reset, header, loop)
+
+    monkeypatch.setattr(events, "_deliver", recorded)
+    return sent
 
 
 @pytest.fixture(autouse=True)
@@ -172,9 +250,21 @@ def person_client(person) -> Client:
 
 
 def pytest_collection_modifyitems(config, items) -> None:
-    # Playwright's sync API keeps an event loop running in the main thread for the rest
-    # of the session once started, which breaks later async tests: browser tests go last.
-    items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
+    """Order the run so that two workers (``-n 2``) finish together: the browser tests
+    first, as one unit (one Chromium and one server for all of them, on one worker), then
+    the slow tests, which the other worker starts on, then the quick ones, which fill in.
+    pytest-xdist hands out units in this order (``--dist loadgroup --no-loadscope-reorder``
+    in pyproject.toml); a run without workers goes in the same order."""
+    for item in items:
+        if "browser" in item.fixturenames:
+            item.add_marker(pytest.mark.xdist_group("browser"))
+    items.sort(key=_run_order)
+
+
+def _run_order(item: pytest.Item) -> int:
+    if "browser" in item.fixturenames:
+        return 0
+    return 1 if item.get_closest_marker("slow") else 2
 
 
 # -- the board's socket, as a logged-in person's browser opens it --------------------------

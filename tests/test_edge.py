@@ -13,7 +13,6 @@ import threading
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from channels.testing import HttpCommunicator
@@ -24,10 +23,14 @@ from kanban.asgi import application
 
 GIB = 1024**3
 
+# One server for the module's live tests (``server``): with -n, they run on one worker.
+pytestmark = pytest.mark.xdist_group("test_edge")
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[tuple[Cluster, str]]:
-    cluster = Cluster(tmp_path, backend="sqlite")
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, str]]:
+    """One daphne for the module: each test measures its own memory growth from its start."""
+    cluster = Cluster(tmp_path_factory.mktemp("edge"), backend="sqlite")
     try:
         base = cluster.start()
         cluster.board("edge")
@@ -66,6 +69,7 @@ def _status_and_json(answer: bytes) -> tuple[int, dict]:
     return int(head.split()[1]), json.loads(body)
 
 
+@pytest.mark.slow  # a live daphne
 def test_a_declared_gigabyte_is_refused_at_once_and_costs_no_memory(server):
     cluster, base = server
     before = cluster.servers[0].rss_kib()
@@ -84,6 +88,7 @@ def test_a_declared_gigabyte_is_refused_at_once_and_costs_no_memory(server):
         assert response.status == 200
 
 
+@pytest.mark.slow  # a live daphne
 def test_a_chunked_body_that_grows_past_the_limit_is_cut_off(server):
     cluster, base = server
     before = cluster.servers[0].rss_kib()
@@ -100,6 +105,7 @@ def test_a_chunked_body_that_grows_past_the_limit_is_cut_off(server):
     assert cluster.servers[0].rss_kib() - before < 16 * 1024
 
 
+@pytest.mark.slow  # a live daphne
 def test_a_body_under_the_limit_still_arrives_whole(server):
     cluster, base = server
     token = cluster.token("edge", "alice")

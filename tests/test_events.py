@@ -61,20 +61,18 @@ def test_refused_write_records_nothing(board):
     assert kinds(board) == before
 
 
-def test_publish_waits_for_commit(board, django_capture_on_commit_callbacks, monkeypatch):
-    sent = []
-    monkeypatch.setattr(events, "_send", lambda *args: sent.append(args))
+def test_publish_waits_for_commit(board, django_capture_on_commit_callbacks, published):
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         make_task(board, "A")
-    assert sent == []
+    assert published == []
     assert len(callbacks) == 1
     callbacks[0]()
-    board_id, payload_events, touched, reset, header = sent[0]
-    assert board_id == board.pk
-    assert [e["kind"] for e in payload_events] == ["created"]
-    assert touched == [1]
-    assert reset is False
-    assert header is True
+    [update] = published
+    assert update.board_id == board.pk
+    assert update.kinds == ["created"]
+    assert update.touched == [1]
+    assert update.reset is False
+    assert update.header is True
 
 
 def test_a_failing_broadcast_does_not_fail_the_write(
@@ -96,19 +94,17 @@ def test_reset_records_a_reset_event_and_keeps_the_log(board):
 
 
 def test_only_changes_that_can_move_counts_rerender_the_header(
-    board, django_capture_on_commit_callbacks, monkeypatch
+    board, django_capture_on_commit_callbacks, published
 ):
-    sent = []
-    monkeypatch.setattr(events, "_send", lambda *args: sent.append(args))
     make_task(board, "A")
     with django_capture_on_commit_callbacks(execute=True):
         services.task_update(
             board=board, actor="alice", task_id="1", notes="halfway", metadata={"p": 50}
         )
         services.task_update(board=board, actor="alice", task_id="1", status="completed")
-    quiet, loud = sent
-    assert (quiet[2], quiet[4]) == ([1], False)
-    assert (loud[2], loud[4]) == ([1], True)
+    quiet, loud = published
+    assert (quiet.kinds, quiet.touched, quiet.header) == (["updated"], [1], False)
+    assert (loud.kinds, loud.touched, loud.header) == (["status"], [1], True)
 
 
 @pytest.mark.django_db(transaction=True)

@@ -325,6 +325,7 @@ async def test_a_denial_answers_deny_with_the_persons_note_as_the_reason(token_a
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.slow  # waits out a rule's shortest wait (5 s)
 async def test_a_held_call_nobody_answers_ends_with_the_fallback_at_its_wait(token_async):
     board, token = token_async
     await sync_to_async(GateRule.objects.filter(board=board).update)(wait_seconds=5)

@@ -3,22 +3,27 @@
 One daphne on SQLite: claimed work whose agent went silent is back in pending
 within the lease plus a few seconds, and no request was needed for it. Two
 daphne processes on PostgreSQL: each lapse is reclaimed exactly once although
-both sweep.
+both sweep. The tests wait by reading the servers' database, never by calling them.
 """
 
 from __future__ import annotations
 
-import time
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from devtools.liveserver import Cluster, call, postgres_admin_url
+
+
+from devtools.liveserver import Cluster, call, postgres_admin_url, wait_until
 
 pytestmark = pytest.mark.slow
 
 LEASE = 2  # seconds: the servers' KANBAN_LEASE_SECONDS
+RECLAIMED = (
+    "SELECT count(*), count(DISTINCT task_number) FROM boards_event WHERE kind = 'reclaimed'"
+)
 
 
 @pytest.fixture
@@ -36,6 +41,19 @@ def _claim_all(base: str, token: str, count: int) -> None:
         status, body = call(base, "leases", token, "TaskClaim", {"taskId": body["task"]["id"]})
         assert status == 200, body
         assert body["task"]["lease"]["expiresAt"]
+
+
+def _reclaimed(cluster: Cluster) -> tuple[int, int]:
+    """The reclaims recorded in the cluster's database (all, and of distinct tasks), read
+    directly: a request would be a call, and the scenario is that nobody calls."""
+    if cluster.backend == "sqlite":
+        path = cluster.workdir / "cluster.db"
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+            return conn.execute(RECLAIMED).fetchone()
+    import psycopg
+
+    with psycopg.connect(cluster.env["DATABASE_URL"]) as conn:
+        return conn.execute(RECLAIMED).fetchone()
 
 
 def _attempt_outcomes(base: str, token: str, count: int) -> list[list[str]]:
@@ -57,7 +75,7 @@ def test_a_silent_agents_work_returns_to_pending_with_no_request(tmp_path, clust
     _claim_all(base, silent, 3)
 
     # The scenario is silence: nobody calls the server while the leases run out.
-    time.sleep(LEASE + 3)
+    wait_until(lambda: _reclaimed(cluster)[0] >= 3, timeout=LEASE + 10, what="three reclaims")
 
     status, body = call(base, "leases", observer, "TaskList", {"view": "open"})
     assert status == 200
@@ -72,8 +90,6 @@ def test_a_silent_agents_work_returns_to_pending_with_no_request(tmp_path, clust
     reason="runs in the PostgreSQL + Redis pass (DATABASE_URL=postgres://…)",
 )
 def test_two_processes_reclaim_each_lapsed_lease_exactly_once(tmp_path, clusters):
-    import psycopg
-
     cluster = Cluster(tmp_path, backend="postgresql", env={"KANBAN_LEASE_SECONDS": str(LEASE)})
     clusters.append(cluster)
     a, b = cluster.start(), cluster.start()
@@ -82,11 +98,11 @@ def test_two_processes_reclaim_each_lapsed_lease_exactly_once(tmp_path, clusters
     observer = cluster.token("leases", "observer")
     _claim_all(a, silent, 20)
 
-    time.sleep(LEASE + 3)  # silence, while both processes sweep
-
-    with psycopg.connect(cluster.env["DATABASE_URL"]) as conn:
-        reclaimed = conn.execute(
-            "SELECT count(*), count(DISTINCT task_number) FROM boards_event WHERE kind = 'reclaimed'"
-        ).fetchone()
-    assert reclaimed == (20, 20)
+    # Silence, while both processes sweep, until every task has been reclaimed.
+    wait_until(
+        lambda: _reclaimed(cluster)[1] == 20, timeout=LEASE + 10, what="twenty tasks reclaimed"
+    )
     assert _attempt_outcomes(b, observer, 20) == [["timed_out"]] * 20
+    # Counted again once every task has been read back (both processes swept meanwhile):
+    # no task was reclaimed twice.
+    assert _reclaimed(cluster) == (20, 20)

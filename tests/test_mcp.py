@@ -25,7 +25,8 @@ from mcp.types.version import LATEST_HANDSHAKE_VERSION, LATEST_MODERN_VERSION
 from boards.tools import listed, lookup
 from devtools.liveserver import Cluster
 
-pytestmark = pytest.mark.slow
+# One server for the module (``live``): with -n, its tests run on one worker.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_mcp")]
 
 # Boards and tokens, made in the server's database by one ``manage.py shell`` run.
 SETUP = """

@@ -57,7 +57,8 @@ from tests.test_mcp_node import node_packages, run_node
 
 __all__ = ["node_packages"]  # the fixture, shared with tests/test_mcp_node.py
 
-pytestmark = pytest.mark.slow
+# One server for the module (``target``): with -n, its tests run on one worker.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_mcp_conformance")]
 
 SCENARIOS = [
     "server-initialize",

@@ -39,7 +39,9 @@ from boards.tools import listed, lookup
 from devtools.liveserver import Cluster, Server
 from tests.npm import npm_ci
 
-pytestmark = pytest.mark.slow  # a live server, and Node processes
+# A live server and Node processes; one server for the module (``live``, ``summary``):
+# with -n, its tests run on one worker.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_mcp_node")]
 
 NODE_DIR = Path(__file__).resolve().parent / "node"
 MCP_REQUEST_TIMEOUT = -32001  # the TypeScript SDK's ErrorCode.RequestTimeout
@@ -231,8 +233,9 @@ def test_progress_keeps_a_watch_longer_than_the_request_timeout_alive(
     body = answered(watch)
     assert body["timedOut"] is True
     assert body["task"]["status"] == "pending"
-    # It outlived the request timeout (3 s) more than twice over, and ended near 8 s.
-    assert 7_500 <= watch["elapsedMs"] < 12_000, watch["elapsedMs"]
+    # It outlived the request timeout (3 s) more than twice over, and ended by timing out at
+    # its 8 s (timedOut above); how long after that the answer came is the machine's business.
+    assert watch["elapsedMs"] >= 7_500, watch["elapsedMs"]
     progress = watch["progress"]
     assert len(progress) >= 5, progress  # one a second
     assert [p["progress"] for p in progress] == sorted(p["progress"] for p in progress)
@@ -264,7 +267,9 @@ def test_without_progress_the_sdk_gives_up_at_its_request_timeout(
     assert watch["error"]["code"] == MCP_REQUEST_TIMEOUT, watch
     assert "timed out" in watch["error"]["message"].lower()
     assert watch["progress"] == []
-    assert 2_000 <= watch["elapsedMs"] < 4_500, watch
+    # Not before its request timeout; that it was the SDK's timeout and not the watch's end
+    # (at 5 s, an answer) is the error code above.
+    assert watch["elapsedMs"] >= 2_000, watch
 
 
 def test_a_70_s_watch_outlasts_the_sdk_default_request_timeout(live: Live, tmp_path: Path) -> None:

@@ -196,14 +196,53 @@ def server(cluster: Cluster) -> Server:
     return cluster.server(cluster.start())
 
 
-@pytest.fixture(scope="session")
-def browser(chromium_path: str) -> Iterator[Browser]:
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+class SharedChromium:
+    """One Chromium for a run of consecutive browser tests, stopped before any other test.
+
+    Playwright's sync API holds an asyncio event loop in the main thread for as long as it
+    runs, and an async test cannot start its own loop beside it; so Chromium is stopped
+    when the next test does not use it (see ``pytest_runtest_teardown``) and started again
+    by the next one that does. The browser tests run one after another (conftest's order),
+    so one start serves them all."""
+
+    def __init__(self) -> None:
+        self.playwright: Any = None
+        self.browser: Browser | None = None
+
+    def get(self, executable_path: str) -> Browser:
+        if self.browser is None or not self.browser.is_connected():
+            self.stop()
+            self.playwright = sync_playwright().start()
+            self.browser = self.playwright.chromium.launch(
+                executable_path=executable_path, args=CHROMIUM_ARGS
+            )
+        return self.browser
+
+    def stop(self) -> None:
+        if self.browser is not None:
+            self.browser.close()
+            self.browser = None
+        if self.playwright is not None:
+            self.playwright.stop()
+            self.playwright = None
+
+
+chromium = SharedChromium()
+
+
+@pytest.fixture(scope="module")
+def browser(chromium_path: str) -> Browser:
+    return chromium.get(chromium_path)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """After the last of a run of browser tests (its fixtures are torn down by then)."""
+    try:
+        return (yield)
+    finally:
+        if nextitem is None or "browser" not in getattr(nextitem, "fixturenames", ()):
+            chromium.stop()
 
 
 _board_numbers = itertools.count(1)
