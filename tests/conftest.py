@@ -16,8 +16,8 @@ from django.conf import settings
 from django.test import Client
 
 from boards import events
-from devtools.liveserver import Cluster
 from boards.models import Board, Membership, Role
+from devtools.liveserver import Cluster
 from tests.factories import make_board, make_token
 
 # No lease sweeper thread in this process: tests call services.leases_sweep() themselves.

@@ -14,8 +14,6 @@ from pathlib import Path
 
 import pytest
 
-
-
 from devtools.liveserver import Cluster, call, postgres_admin_url, wait_until
 
 pytestmark = pytest.mark.slow
