@@ -97,7 +97,12 @@ def finish(agent: Agent, through: int) -> None:
 
 
 def _scale_calls(
-    base: str, agent: Agent, first_blocker: int, calls: int, cookie: str
+    base: str,
+    agent: Agent,
+    first_blocker: int,
+    calls: int,
+    cookie: str,
+    extra: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, float]:
     """p50 of each call on one keep-alive connection, as an agent's client makes them."""
     parts = urllib.parse.urlsplit(base)
@@ -126,6 +131,8 @@ def _scale_calls(
         "TaskList in_progress": lambda i: post("TaskList", {"view": "in_progress"}),
         "TaskList ready (100)": lambda i: post("TaskList", {"view": "ready"}),
     }
+    for name, body in (extra or {}).items():
+        kinds[name] = lambda i, body=body: post("TaskList", body)
     # Interleaved, one of each call in turn: whatever else the machine does in the
     # meantime slows every kind alike, so the ratios to the floor hold within a run.
     timed: dict[str, list[float]] = {name: [] for name in kinds}

@@ -28,7 +28,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from devtools.bench import graph, report, runs, scale
+from devtools.bench import backlog, graph, report, runs, scale
 
 
 class Command(BaseCommand):
@@ -64,6 +64,12 @@ class Command(BaseCommand):
             help="only the history-independence run: the same calls at 1,000 and 20,000 tasks",
         )
         parser.add_argument("--scale-sizes", default="1000,20000")
+        parser.add_argument(
+            "--backlog",
+            action="store_true",
+            help="only the open backlog: the same calls at 1,000 and 20,000 open tasks",
+        )
+        parser.add_argument("--backlog-sizes", default="1000,20000")
         parser.add_argument("--scale-calls", type=int, default=100)
         parser.add_argument(
             "--graph",
@@ -88,6 +94,9 @@ class Command(BaseCommand):
             if options["scale"]:
                 results["scale"] = scale.scale(workdir, options)
                 scale.report_scale(results["scale"], self.stdout.write)
+            elif options["backlog"]:
+                results["backlog"] = backlog.backlog(workdir, options)
+                backlog.report_backlog(results["backlog"], self.stdout.write)
             elif options["graph"]:
                 runs.check_extras({"pg"})
                 results["graph"] = graph.graph(workdir, options["graph_tasks"])
