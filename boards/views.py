@@ -783,41 +783,80 @@ def graph_json(request: HtmxHttpRequest, board: Board, role: Role) -> HttpRespon
 @require_GET
 @board_access("view")
 def metrics_page(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResponse:
-    """Flow metrics and cost, as charts with their numbers in tables (boards.metrics)."""
-    raw_days, raw_today = request.GET.get("days", "").strip(), request.GET.get("today", "")
+    """Flow metrics and cost over a range, as charts with their numbers in tables
+    (boards.metrics); the query is read by the same form as the JSON API's."""
+    context: dict[str, Any] = {"board": board, "ranges": metrics.RANGES}
     try:
-        days = numbers.digits(raw_days, field="days") or 0
-        today = numbers.day(raw_today, field="today") if raw_today else None
+        range_key, today = metrics.metrics_query(request.GET)
     except ServiceError as exc:
-        return _refusal(request, exc)
-    days = days if 1 <= days <= metrics.DAYS_MAX else metrics.DAYS_DEFAULT
-    data = metrics.metrics(board, days=days, today=today)
-    days_list = [d["day"] for d in data["throughput"]]
+        context["error"] = exc.message
+        return render(request, "boards/metrics.html", context, status=exc.status)
+    data = metrics.metrics(board, range_key=range_key, today=today)
+    win = metrics.window_of(data)
+    labels = [win.label(at) for at in win.buckets]
     flow = data["cumulativeFlow"]
-    context = {
-        "board": board,
+    context |= {
         "m": data,
-        "days": days,
-        "throughput_chart": charts.bars(days_list, [d["completed"] for d in data["throughput"]]),
-        "cost_chart": charts.bars(days_list, [d["costUsd"] for d in data["cost"]["perDay"]]),
-        "lead_chart": charts.bars(
-            [b["bucket"] for b in data["leadTimeHours"]["histogram"]],
-            [b["count"] for b in data["leadTimeHours"]["histogram"]],
-        ),
-        "cycle_chart": charts.bars(
-            [b["bucket"] for b in data["cycleTimeHours"]["histogram"]],
-            [b["count"] for b in data["cycleTimeHours"]["histogram"]],
-        ),
-        "flow_chart": charts.lines(
-            days_list,
+        "range": data["range"],
+        "range_name": metrics.RANGES[data["range"]],
+        "bucket_label": {"minute": "minute", "hour": "hour", "day": "day"}[data["bucket"]],
+        "period": f"{win.label(win.start)} to {win.label(win.end)}"
+        + ("" if win.daily else f" on {win.start.date().isoformat()}"),
+        "rows": [
             {
-                "created": [f["created"] for f in flow],
-                "started": [f["started"] for f in flow],
+                "label": label,
+                "completed": t["completed"],
+                "cost": metrics.money(c["costUsd"]),
+                **f,
+            }
+            for label, t, c, f in zip(
+                labels, data["throughput"], data["cost"]["perBucket"], flow, strict=True
+            )
+        ],
+        "lead": _times(data["leadTimeSeconds"]),
+        "cycle": _times(data["cycleTimeSeconds"]),
+        "agents": [
+            {
+                **a,
+                "median": metrics.duration(a["medianCycleSeconds"]),
+                "cost": metrics.money(a["costUsd"]),
+            }
+            for a in data["agents"]
+        ],
+        "total": metrics.money(data["cost"]["totalUsd"]),
+        "budget": metrics.money(data["cost"]["budgetUsd"])
+        if data["cost"]["budgetUsd"] is not None
+        else None,
+        "parents": [
+            {"taskId": p["taskId"], "cost": metrics.money(p["costUsd"])}
+            for p in data["cost"]["perParent"]
+        ],
+        "throughput_chart": charts.bars(labels, [t["completed"] for t in data["throughput"]]),
+        "cost_chart": charts.bars(
+            labels, [c["costUsd"] for c in data["cost"]["perBucket"]], metrics.money
+        ),
+        "lead_chart": _histogram_chart(data["leadTimeSeconds"]),
+        "cycle_chart": _histogram_chart(data["cycleTimeSeconds"]),
+        "flow_chart": charts.bands(
+            labels,
+            {
+                "waiting": [f["created"] for f in flow],
+                "in-progress": [f["started"] for f in flow],
                 "completed": [f["completed"] for f in flow],
             },
         ),
     }
     return render(request, "boards/metrics.html", context)
+
+
+def _times(dist: dict[str, Any]) -> dict[str, Any]:
+    """A duration distribution's percentiles in words."""
+    return {"count": dist["count"], **{p: metrics.duration(dist[p]) for p in ("p50", "p85", "p95")}}
+
+
+def _histogram_chart(dist: dict[str, Any]) -> dict[str, Any]:
+    bins = dist["histogram"]
+    return charts.bars([b["label"] for b in bins], [b["count"] for b in bins])
 
 
 CONNECT_TOKEN_KEY = "kanban:connect-token"  # noqa: S105 - a session key, not a secret
