@@ -761,6 +761,7 @@ def graph_page(request: HtmxHttpRequest, board: Board, role: Role) -> HttpRespon
         "board": board,
         "scope": scope,
         "around": around,
+        "seq": board.last_seq,
         "can": permissions.capabilities(role),
     }
     return render(request, "boards/graph.html", context)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from django.db.models import Exists, OuterRef, Q
+
 from ..activity import STATUS_NAMES
 from ..errors import InvalidInput, NotFound
 from ..models import (
@@ -14,7 +16,7 @@ from ..models import (
     Status,
     Task,
 )
-from ..rules import column_of
+from ..rules import UNFINISHED, column_of
 
 
 def cycle_through(edges: Iterable[tuple[int, int]]) -> list[int] | None:
@@ -170,7 +172,13 @@ def graph(board: Board, scope: str = "open", around: int | None = None) -> dict[
         numbers = _neighbourhood(board, around)
         tasks = tasks.filter(number__in=numbers)
     elif scope == "open":
-        tasks = tasks.unfinished()
+        # Open work, and the failed or cancelled tasks it still waits on: the cause of a
+        # stuck chain is shown beside the chain.
+        waiting = Dependency.objects.filter(blocker=OuterRef("pk"), task__status__in=UNFINISHED)
+        tasks = tasks.filter(
+            Q(status__in=UNFINISHED)
+            | (Q(status__in=(Status.FAILED, Status.CANCELLED)) & Exists(waiting))
+        )
     elif scope != "all":
         raise InvalidInput("scope: open, all or task", field="scope")
     rows = list(
@@ -185,6 +193,8 @@ def graph(board: Board, scope: str = "open", around: int | None = None) -> dict[
             "needs",
             "parent__number",
             "cost_usd",
+            "approval_required",
+            "approval_state",
         )[: GRAPH_MAX_NODES + 1]
     )
     truncated = len(rows) > GRAPH_MAX_NODES
@@ -214,8 +224,22 @@ def graph(board: Board, scope: str = "open", around: int | None = None) -> dict[
             "needs": needs or None,
             "parentId": str(parent) if parent else None,
             "costUsd": float(cost),
+            "approval": _approval(status, required, approval),
         }
-        for _, number, subject, status, owner, blocked, stuck, needs, parent, cost in rows
+        for (
+            _,
+            number,
+            subject,
+            status,
+            owner,
+            blocked,
+            stuck,
+            needs,
+            parent,
+            cost,
+            required,
+            approval,
+        ) in rows
     ]
     return {
         "nodes": nodes,
@@ -224,6 +248,18 @@ def graph(board: Board, scope: str = "open", around: int | None = None) -> dict[
         "truncated": truncated,
         "seq": board.last_seq,
     }
+
+
+def _approval(status: str, required: bool, state: str) -> str | None:
+    """A node's gate, as the board's card says it: "requested" (awaiting a person's
+    approval), "required" (gated: a claim will wait for one), else None."""
+    if status in TERMINAL_STATUSES:
+        return None
+    if state == "requested":
+        return "requested"
+    if required and state != "approved":
+        return "required"
+    return None
 
 
 def _neighbourhood(board: Board, number: int, limit: int = 500) -> set[int]:
