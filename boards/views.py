@@ -677,13 +677,24 @@ def webhook_list(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResp
     return response
 
 
+ACTIVITY_SHOW = ("matters", "all")
+
+
 def _activity_filters(request: HtmxHttpRequest) -> dict[str, Any]:
+    """The feed's filters; ``show`` is "matters" (failures, approvals, reassignments,
+    reclaims, needs attention: the default when nothing else is asked) or "all"."""
     task = request.GET.get("task", "").strip().lstrip("#")
-    return {
+    filters = {
         "actor": request.GET.get("actor", "").strip()[:150],
         "kind": request.GET.get("kind", "").strip()[:32],
         "task": numbers.digits(task, field="task"),
     }
+    show = request.GET.get("show", "")
+    if show and show not in ACTIVITY_SHOW:
+        raise InvalidInput("show: matters or all", field="show")
+    asked = filters["actor"] or filters["kind"] or filters["task"] is not None
+    filters["matters"] = show == "matters" or (not show and not asked)
+    return filters
 
 
 @require_GET
@@ -713,6 +724,7 @@ def activity(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResponse
         "query": request.GET.urlencode(),
         "more": rows[-1].seq if len(rows) == selectors.ACTIVITY_PAGE else None,
         "top": rows[0].seq if rows and before is None else board.last_seq,
+        "seq": board.last_seq,
         "actors": selectors.activity_actors(board),
         "kinds": selectors.ACTIVITY_KINDS,
     }
