@@ -370,12 +370,12 @@ def _arrivals(board: Board, win: Window) -> tuple[list[Tally], Tally]:
         .values_list("kind", "data", "created_at")
     )
     for kind, data, at in rows.iterator(chunk_size=2000):
-        status = "created" if kind == "created" else status_to(data or {})
-        if not status:
+        arrived = "created" if kind == "created" else status_to(data or {})
+        if not arrived:
             continue
         n = win.index(at)
         tally = before if n is None else arrivals[n]
-        tally[status] = tally.get(status, 0) + 1
+        tally[arrived] = tally.get(arrived, 0) + 1
     return arrivals, before
 
 

@@ -513,13 +513,15 @@ def board_settings(request: HtmxHttpRequest, board: Board, role: Role) -> HttpRe
             elif number is not None:
                 values[public] = number
             else:
-                error = f"{public}: a whole number (digits 0-9), or empty"
+                error = (
+                    f"{SETTING_LABELS.get(public, public)}: a whole number (digits 0-9), or empty"
+                )
                 break
         if not error:
             try:
                 services.board_settings(board=board, actor=_person(request), **values)
             except ServiceError as exc:
-                error = exc.message
+                error = _setting_error(exc)
             else:
                 messages.success(request, "Settings saved.")
                 return redirect("board-settings", slug=board.slug)
@@ -527,8 +529,31 @@ def board_settings(request: HtmxHttpRequest, board: Board, role: Role) -> HttpRe
         "board": board,
         "error": error,
         "default_lease": settings.KANBAN_LEASE_SECONDS,
+        "budget": f"{board.budget_usd:.2f}" if board.budget_usd is not None else "",
+        "spent": metrics.money(board.spent_usd),
     }
     return render(request, "boards/settings.html", context, status=400 if error else 200)
+
+
+# The settings form's fields in people's words: a refusal names the label, not the API field.
+SETTING_LABELS = {
+    "leaseSeconds": "Lease",
+    "maxAttempts": "Attempts before a person looks",
+    "maxInProgressPerAgent": "In progress per agent",
+    "maxInProgress": "In progress on the board",
+    "silentAfterSeconds": "An agent is silent after",
+    "failureGraceSeconds": "A failed task may be retried for",
+    "budgetUsd": "Budget",
+}
+
+
+def _setting_error(exc: ServiceError) -> str:
+    """A refused setting as the form says it: "Budget: dollars from 0 to …"."""
+    message = exc.message
+    for field, label in SETTING_LABELS.items():
+        if message.startswith(f"{field}: "):
+            return f"{label}: {message.removeprefix(f'{field}: ')}"
+    return message
 
 
 class GateRuleForm(forms.Form):

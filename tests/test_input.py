@@ -372,7 +372,7 @@ def test_a_budget_of_nan_or_infinity_is_refused_naming_the_field(scene, person_c
         "/boards/team/settings/", {"maxAttempts": "3", "budgetUsd": budget}
     )
     assert response.status_code == 400
-    assert "budgetUsd: dollars from 0 to" in response.content.decode()
+    assert "Budget: dollars from 0 to" in response.content.decode()
     assert _state(scene) == before
 
 
