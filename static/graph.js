@@ -47,7 +47,7 @@
 
   var jobs = 0;
 
-  function ask(worker, parts, grouped) {
+  function ask(worker, parts, grouped, vertical) {
     var id = ++jobs;
     return worker.ready.then(function () {
       return new Promise(function (resolve, reject) {
@@ -59,13 +59,13 @@
         }
         worker.addEventListener("message", done);
         worker.addEventListener("error", reject);
-        worker.postMessage({ id: id, parts: parts, grouped: grouped });
+        worker.postMessage({ id: id, parts: parts, grouped: grouped, vertical: vertical });
       });
     });
   }
 
   // Each worker takes the biggest part left to the one with the least work so far.
-  function layoutOnWorkers(workers, big, grouped) {
+  function layoutOnWorkers(workers, big, grouped, vertical) {
     var shares = workers.map(function () { return { parts: [], load: 0 }; });
     big.slice().sort(function (a, b) { return b.ids.length - a.ids.length; }).forEach(function (part) {
       var least = shares.reduce(function (a, b) { return b.load < a.load ? b : a; });
@@ -73,12 +73,13 @@
       least.load += part.ids.length + part.edges.length;
     });
     return Promise.all(shares.map(function (share, i) {
-      return share.parts.length ? ask(workers[i], share.parts, grouped) : [];
+      return share.parts.length ? ask(workers[i], share.parts, grouped, vertical) : [];
     })).then(function (lists) { return [].concat.apply([], lists); });
   }
 
-  // Resolves with the packed layout: {nodes, edges, groups, width, height}.
-  function layout(data, grouped, rowWidth, workers) {
+  // Resolves with the packed layout: {nodes, edges, groups, width, height}; chains run
+  // down the page when ``vertical`` (a canvas taller than wide: a phone held upright).
+  function layout(data, grouped, rowWidth, workers, vertical) {
     var big = [];
     var singles = [];
     L.parts(data.nodes, data.edges, grouped).forEach(function (part) {
@@ -86,10 +87,10 @@
       else big.push(part);
     });
     function here() {
-      return big.map(function (part) { return L.layoutPart(part, grouped); });
+      return big.map(function (part) { return L.layoutPart(part, grouped, vertical); });
     }
     var laid = workers.length && big.length
-      ? layoutOnWorkers(workers, big, grouped).catch(function () {
+      ? layoutOnWorkers(workers, big, grouped, vertical).catch(function () {
         workers.splice(0).forEach(function (w) { w.terminate(); });
         return here();
       })
@@ -338,7 +339,8 @@
       var grouped = groupsBox.checked;
       var started = performance.now();
       shape = shapeOf(drawing, grouped);
-      return layout(drawing, grouped, (canvas.clientWidth - 2 * PAD) / zoom, workers).then(function (laid) {
+      var vertical = canvas.clientHeight > canvas.clientWidth;
+      return layout(drawing, grouped, (canvas.clientWidth - 2 * PAD) / (zoomed ? zoom : 1), workers, vertical).then(function (laid) {
         if (token !== renders) return;
         pending = false;
         var laidOut = performance.now();
