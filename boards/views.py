@@ -838,7 +838,7 @@ def metrics_page(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResp
         "range": data["range"],
         "range_name": metrics.RANGES[data["range"]],
         "bucket_label": {"minute": "minute", "hour": "hour", "day": "day"}[data["bucket"]],
-        "period": f"{win.label(win.start)} to {win.label(win.end)}"
+        "period": f"{win.label(win.start)} to {win.label(win.end - win.step if win.daily else win.end)}"
         + ("" if win.daily else f" on {win.start.date().isoformat()}"),
         "rows": [
             {
