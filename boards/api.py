@@ -12,7 +12,6 @@ import asyncio
 import json
 import logging
 from collections import Counter
-from datetime import date
 from functools import partial
 from typing import Any
 
@@ -223,13 +222,13 @@ def event_list(request: HttpRequest, slug: str) -> JsonResponse:
 
 @require_GET
 def board_metrics(request: HttpRequest, slug: str) -> JsonResponse:
-    """``GET /api/boards/<slug>/metrics?days=30``: flow metrics and cost (boards.metrics),
-    for the board's members (logged in) and any token of the board."""
+    """``GET /api/boards/<slug>/metrics?range=1h|today|7d|30d``: flow metrics and cost
+    (boards.metrics), for the board's members (logged in) and any token of the board. The
+    query is read by the page's own form; a wrong one is a 400 naming the parameter."""
     try:
         board = _reader(request, slug, "view", admin_token=False)
-        days = _whole(request, "days", metrics.DAYS_DEFAULT, 1, metrics.DAYS_MAX)
-        today = _day(request)
-        answer = metrics.metrics(board, days=days, today=today)
+        range_key, today = metrics.metrics_query(request.GET)
+        answer = metrics.metrics(board, range_key=range_key, today=today)
     except ServiceError as exc:
         return refused(exc, request)
     return JsonResponse(answer, json_dumps_params={"ensure_ascii": False})
@@ -286,11 +285,6 @@ def _session_json(session: Any) -> dict[str, Any] | None:
         "calls": session.calls,
         "lastEventAt": selectors.iso(session.last_event_at),
     }
-
-
-def _day(request: HttpRequest) -> date | None:
-    raw = request.GET.get("today")
-    return numbers.day(raw, field="today") if raw else None
 
 
 # -- coding clients' hooks (SPEC §11) -----------------------------------------------------------

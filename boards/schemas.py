@@ -30,7 +30,7 @@ from pydantic.alias_generators import to_camel
 
 from . import numbers
 from .errors import BODY, CONFLICT_DETAILS, ErrorBody
-from .metrics import DAYS_MAX
+from .metrics import RANGE_KEYS
 from .selectors import ACTIVITY_MAX
 
 LONG_TEXT = 100_000
@@ -767,7 +767,12 @@ def _read_paths(errors: dict[str, Any]) -> dict[str, Any]:
     ]
     window = f"YYYY-MM-DD, in the years {numbers.YEAR_MIN} to {numbers.YEAR_MAX}"
     measures = [
-        query("days", {**whole, "minimum": 1, "maximum": DAYS_MAX}, "Days measured."),
+        query(
+            "range",
+            {"type": "string", "enum": list(RANGE_KEYS)},
+            "The last hour (in minutes), today (in hours), 7 or 30 days (in days); by default "
+            "the smallest that holds the board's activity of the last 30 days.",
+        ),
         query("today", {"type": "string", "format": "date"}, f"The last day ({window})."),
     ]
     return {

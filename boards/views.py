@@ -692,13 +692,15 @@ def board_settings(request: HtmxHttpRequest, board: Board, role: Role) -> HttpRe
             elif number is not None:
                 values[public] = number
             else:
-                error = f"{public}: a whole number (digits 0-9), or empty"
+                error = (
+                    f"{SETTING_LABELS.get(public, public)}: a whole number (digits 0-9), or empty"
+                )
                 break
         if not error:
             try:
                 services.board_settings(board=board, actor=_person(request), **values)
             except ServiceError as exc:
-                error = exc.message
+                error = _setting_error(exc)
             else:
                 messages.success(request, "Settings saved.")
                 return redirect("board-settings", slug=board.slug)
@@ -706,8 +708,31 @@ def board_settings(request: HtmxHttpRequest, board: Board, role: Role) -> HttpRe
         "board": board,
         "error": error,
         "default_lease": settings.KANBAN_LEASE_SECONDS,
+        "budget": f"{board.budget_usd:.2f}" if board.budget_usd is not None else "",
+        "spent": metrics.money(board.spent_usd),
     }
     return render(request, "boards/settings.html", context, status=400 if error else 200)
+
+
+# The settings form's fields in people's words: a refusal names the label, not the API field.
+SETTING_LABELS = {
+    "leaseSeconds": "Lease",
+    "maxAttempts": "Attempts before a person looks",
+    "maxInProgressPerAgent": "In progress per agent",
+    "maxInProgress": "In progress on the board",
+    "silentAfterSeconds": "An agent is silent after",
+    "failureGraceSeconds": "A failed task may be retried for",
+    "budgetUsd": "Budget",
+}
+
+
+def _setting_error(exc: ServiceError) -> str:
+    """A refused setting as the form says it: "Budget: dollars from 0 to …"."""
+    message = exc.message
+    for field, label in SETTING_LABELS.items():
+        if message.startswith(f"{field}: "):
+            return f"{label}: {message.removeprefix(f'{field}: ')}"
+    return message
 
 
 class GateRuleForm(forms.Form):
@@ -856,13 +881,24 @@ def webhook_list(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResp
     return response
 
 
+ACTIVITY_SHOW = ("matters", "all")
+
+
 def _activity_filters(request: HtmxHttpRequest) -> dict[str, Any]:
+    """The feed's filters; ``show`` is "matters" (failures, approvals, reassignments,
+    reclaims, needs attention: the default when nothing else is asked) or "all"."""
     task = request.GET.get("task", "").strip().lstrip("#")
-    return {
+    filters = {
         "actor": request.GET.get("actor", "").strip()[:150],
         "kind": request.GET.get("kind", "").strip()[:32],
         "task": numbers.digits(task, field="task"),
     }
+    show = request.GET.get("show", "")
+    if show and show not in ACTIVITY_SHOW:
+        raise InvalidInput("show: matters or all", field="show")
+    asked = filters["actor"] or filters["kind"] or filters["task"] is not None
+    filters["matters"] = show == "matters" or (not show and not asked)
+    return filters
 
 
 @require_GET
@@ -892,6 +928,7 @@ def activity(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResponse
         "query": request.GET.urlencode(),
         "more": rows[-1].seq if len(rows) == selectors.ACTIVITY_PAGE else None,
         "top": rows[0].seq if rows and before is None else board.last_seq,
+        "seq": board.last_seq,
         "actors": selectors.activity_actors(board),
         "kinds": selectors.ACTIVITY_KINDS,
     }
@@ -940,6 +977,7 @@ def graph_page(request: HtmxHttpRequest, board: Board, role: Role) -> HttpRespon
         "board": board,
         "scope": scope,
         "around": around,
+        "seq": board.last_seq,
         "can": permissions.capabilities(role),
     }
     return render(request, "boards/graph.html", context)
@@ -962,41 +1000,80 @@ def graph_json(request: HtmxHttpRequest, board: Board, role: Role) -> HttpRespon
 @require_GET
 @board_access("view")
 def metrics_page(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResponse:
-    """Flow metrics and cost, as charts with their numbers in tables (boards.metrics)."""
-    raw_days, raw_today = request.GET.get("days", "").strip(), request.GET.get("today", "")
+    """Flow metrics and cost over a range, as charts with their numbers in tables
+    (boards.metrics); the query is read by the same form as the JSON API's."""
+    context: dict[str, Any] = {"board": board, "ranges": metrics.RANGES}
     try:
-        days = numbers.digits(raw_days, field="days") or 0
-        today = numbers.day(raw_today, field="today") if raw_today else None
+        range_key, today = metrics.metrics_query(request.GET)
     except ServiceError as exc:
-        return _refusal(request, exc)
-    days = days if 1 <= days <= metrics.DAYS_MAX else metrics.DAYS_DEFAULT
-    data = metrics.metrics(board, days=days, today=today)
-    days_list = [d["day"] for d in data["throughput"]]
+        context["error"] = exc.message
+        return render(request, "boards/metrics.html", context, status=exc.status)
+    data = metrics.metrics(board, range_key=range_key, today=today)
+    win = metrics.window_of(data)
+    labels = [win.label(at) for at in win.buckets]
     flow = data["cumulativeFlow"]
-    context = {
-        "board": board,
+    context |= {
         "m": data,
-        "days": days,
-        "throughput_chart": charts.bars(days_list, [d["completed"] for d in data["throughput"]]),
-        "cost_chart": charts.bars(days_list, [d["costUsd"] for d in data["cost"]["perDay"]]),
-        "lead_chart": charts.bars(
-            [b["bucket"] for b in data["leadTimeHours"]["histogram"]],
-            [b["count"] for b in data["leadTimeHours"]["histogram"]],
-        ),
-        "cycle_chart": charts.bars(
-            [b["bucket"] for b in data["cycleTimeHours"]["histogram"]],
-            [b["count"] for b in data["cycleTimeHours"]["histogram"]],
-        ),
-        "flow_chart": charts.lines(
-            days_list,
+        "range": data["range"],
+        "range_name": metrics.RANGES[data["range"]],
+        "bucket_label": {"minute": "minute", "hour": "hour", "day": "day"}[data["bucket"]],
+        "period": f"{win.label(win.start)} to {win.label(win.end - win.step if win.daily else win.end)}"
+        + ("" if win.daily else f" on {win.start.date().isoformat()}"),
+        "rows": [
             {
-                "created": [f["created"] for f in flow],
-                "started": [f["started"] for f in flow],
+                "label": label,
+                "completed": t["completed"],
+                "cost": metrics.money(c["costUsd"]),
+                **f,
+            }
+            for label, t, c, f in zip(
+                labels, data["throughput"], data["cost"]["perBucket"], flow, strict=True
+            )
+        ],
+        "lead": _times(data["leadTimeSeconds"]),
+        "cycle": _times(data["cycleTimeSeconds"]),
+        "agents": [
+            {
+                **a,
+                "median": metrics.duration(a["medianCycleSeconds"]),
+                "cost": metrics.money(a["costUsd"]),
+            }
+            for a in data["agents"]
+        ],
+        "total": metrics.money(data["cost"]["totalUsd"]),
+        "budget": metrics.money(data["cost"]["budgetUsd"])
+        if data["cost"]["budgetUsd"] is not None
+        else None,
+        "parents": [
+            {"taskId": p["taskId"], "cost": metrics.money(p["costUsd"])}
+            for p in data["cost"]["perParent"]
+        ],
+        "throughput_chart": charts.bars(labels, [t["completed"] for t in data["throughput"]]),
+        "cost_chart": charts.bars(
+            labels, [c["costUsd"] for c in data["cost"]["perBucket"]], metrics.money
+        ),
+        "lead_chart": _histogram_chart(data["leadTimeSeconds"]),
+        "cycle_chart": _histogram_chart(data["cycleTimeSeconds"]),
+        "flow_chart": charts.bands(
+            labels,
+            {
+                "waiting": [f["created"] for f in flow],
+                "in-progress": [f["started"] for f in flow],
                 "completed": [f["completed"] for f in flow],
             },
         ),
     }
     return render(request, "boards/metrics.html", context)
+
+
+def _times(dist: dict[str, Any]) -> dict[str, Any]:
+    """A duration distribution's percentiles in words."""
+    return {"count": dist["count"], **{p: metrics.duration(dist[p]) for p in ("p50", "p85", "p95")}}
+
+
+def _histogram_chart(dist: dict[str, Any]) -> dict[str, Any]:
+    bins = dist["histogram"]
+    return charts.bars([b["label"] for b in bins], [b["count"] for b in bins])
 
 
 CONNECT_TOKEN_KEY = "kanban:connect-token"  # noqa: S105 - a session key, not a secret

@@ -640,9 +640,22 @@
     });
   }
 
+  // A phone's header keeps the board's name, progress and state; the rest opens from "Menu".
+  function setUpMenu() {
+    var toggle = document.querySelector("[data-board-menu]");
+    var tools = byId("board-tools");
+    if (!toggle || !tools) return;
+    toggle.addEventListener("click", function () {
+      var open = toggle.getAttribute("aria-expanded") !== "true";
+      toggle.setAttribute("aria-expanded", open ? "true" : "false");
+      tools.classList.toggle("board-tools--open", open);
+    });
+  }
+
   function start() {
     var el = board();
     if (!el) return;
+    setUpMenu();
     new MutationObserver(function () { sortColumns(); showLeases(); syncTabCounts(); })
       .observe(el, { childList: true, subtree: true });
     byId("owner-filter").addEventListener("change", applyFilter);
@@ -660,6 +673,18 @@
     window.addEventListener("pageshow", function (event) { if (event.persisted) location.reload(); });
     sortColumns();
   }
+
+  // Copy buttons (the Connect page's snippets): the snippet's text, as shown.
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest && event.target.closest("[data-copy]");
+    if (!button) return;
+    var code = document.querySelector('[data-snippet="' + button.dataset.copy + '"]');
+    if (!code || !navigator.clipboard) return;
+    navigator.clipboard.writeText(code.textContent).then(function () {
+      button.textContent = "Copied";
+      setTimeout(function () { button.textContent = "Copy"; }, 1500);
+    }, function () { button.textContent = "Select and copy"; });
+  });
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();

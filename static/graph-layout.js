@@ -54,11 +54,12 @@
     return list;
   }
 
-  // One part laid out by dagre: node corners, edge points and group boxes, from (0, 0).
-  function layoutPart(part, grouped) {
+  // One part laid out by dagre: node corners, edge points and group boxes, from (0, 0);
+  // left to right, or top to bottom when ``vertical`` (a phone held upright).
+  function layoutPart(part, grouped, vertical) {
     var g = new dagre.graphlib.Graph({ compound: grouped, multigraph: false });
     g.setGraph({
-      rankdir: "LR", nodesep: grouped ? 14 + GROUP_LABEL : 14, ranksep: 44,
+      rankdir: vertical ? "TB" : "LR", nodesep: grouped ? 14 + GROUP_LABEL : 14, ranksep: vertical ? 28 : 44,
       marginx: 0, marginy: grouped ? GROUP_LABEL : 0,
       ranker: part.ids.length > BEST_MAX ? "tight-tree" : "network-simplex"
     });

@@ -6,6 +6,6 @@ postMessage({ ready: true });
 
 onmessage = function (event) {
   var job = event.data;
-  var laid = job.parts.map(function (part) { return graphLayout.layoutPart(part, job.grouped); });
+  var laid = job.parts.map(function (part) { return graphLayout.layoutPart(part, job.grouped, job.vertical); });
   postMessage({ id: job.id, laid: laid });
 };

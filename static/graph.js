@@ -47,7 +47,7 @@
 
   var jobs = 0;
 
-  function ask(worker, parts, grouped) {
+  function ask(worker, parts, grouped, vertical) {
     var id = ++jobs;
     return worker.ready.then(function () {
       return new Promise(function (resolve, reject) {
@@ -59,13 +59,13 @@
         }
         worker.addEventListener("message", done);
         worker.addEventListener("error", reject);
-        worker.postMessage({ id: id, parts: parts, grouped: grouped });
+        worker.postMessage({ id: id, parts: parts, grouped: grouped, vertical: vertical });
       });
     });
   }
 
   // Each worker takes the biggest part left to the one with the least work so far.
-  function layoutOnWorkers(workers, big, grouped) {
+  function layoutOnWorkers(workers, big, grouped, vertical) {
     var shares = workers.map(function () { return { parts: [], load: 0 }; });
     big.slice().sort(function (a, b) { return b.ids.length - a.ids.length; }).forEach(function (part) {
       var least = shares.reduce(function (a, b) { return b.load < a.load ? b : a; });
@@ -73,12 +73,13 @@
       least.load += part.ids.length + part.edges.length;
     });
     return Promise.all(shares.map(function (share, i) {
-      return share.parts.length ? ask(workers[i], share.parts, grouped) : [];
+      return share.parts.length ? ask(workers[i], share.parts, grouped, vertical) : [];
     })).then(function (lists) { return [].concat.apply([], lists); });
   }
 
-  // Resolves with the packed layout: {nodes, edges, groups, width, height}.
-  function layout(data, grouped, rowWidth, workers) {
+  // Resolves with the packed layout: {nodes, edges, groups, width, height}; chains run
+  // down the page when ``vertical`` (a canvas taller than wide: a phone held upright).
+  function layout(data, grouped, rowWidth, workers, vertical) {
     var big = [];
     var singles = [];
     L.parts(data.nodes, data.edges, grouped).forEach(function (part) {
@@ -86,10 +87,10 @@
       else big.push(part);
     });
     function here() {
-      return big.map(function (part) { return L.layoutPart(part, grouped); });
+      return big.map(function (part) { return L.layoutPart(part, grouped, vertical); });
     }
     var laid = workers.length && big.length
-      ? layoutOnWorkers(workers, big, grouped).catch(function () {
+      ? layoutOnWorkers(workers, big, grouped, vertical).catch(function () {
         workers.splice(0).forEach(function (w) { w.terminate(); });
         return here();
       })
@@ -107,6 +108,8 @@
     var words = ["#" + node.id + " " + node.subject, statusName(node)];
     if (node.stuck) words.push("stuck");
     if (node.attention) words.push("needs attention");
+    if (node.approval === "requested") words.push("awaiting approval");
+    else if (node.approval === "required") words.push("needs approval before it is claimed");
     if (critical) words.push("on the critical path");
     if (node.owner) words.push("owner " + node.owner);
     return words.join(", ");
@@ -125,6 +128,7 @@
     var names = ["node", "col-" + node.column, "status-" + node.status];
     if (node.stuck) names.push("stuck");
     if (node.attention) names.push("attention");
+    if (node.approval) names.push("approval-" + node.approval);
     if (critical) names.push("critical");
     if (state.selected === node.id) names.push("selected");
     if (state.around === node.id) names.push("around");
@@ -209,6 +213,9 @@
       svg("title", {}, item).textContent = titleText(node);
       svg("rect", { width: NODE_W, height: NODE_H, rx: 6 }, item);
       svg("text", { x: 10, y: NODE_H / 2 }, item).textContent = shortText(node);
+      var badge = svg("g", { "class": "badge", transform: "translate(" + (NODE_W - 4) + ",4)" }, item);
+      svg("circle", { r: 7 }, badge);
+      svg("text", { "text-anchor": "middle", y: 0.5 }, badge).textContent = "!";
     });
     root.dataset.nodes = String(laid.nodes.length);
     root.dataset.edges = String(laid.edges.length);
@@ -267,14 +274,45 @@
 
     try { groupsBox.checked = localStorage.getItem("graph-groups") === "1"; } catch (e) { /* storage off */ }
 
+    var zoomed = false;  // by the person: a new layout keeps their zoom, else it is fitted
     function setZoom(value) {
       var root = document.getElementById("graph");
-      zoom = Math.min(2, Math.max(0.1, value));
+      zoom = Math.min(2, Math.max(0.02, value));
       if (!root) return;
       root.setAttribute("width", Math.round(root.dataset.width * zoom));
       root.setAttribute("height", Math.round(root.dataset.height * zoom));
       document.getElementById("graph-zoom-level").textContent = Math.round(zoom * 100) + "%";
     }
+
+    // Every node inside the canvas: the drawing at the largest zoom (up to 100%) that fits.
+    function fit() {
+      var root = document.getElementById("graph");
+      if (!root) return;
+      var room = Math.min((canvas.clientWidth - 4) / root.dataset.width, (canvas.clientHeight - 4) / root.dataset.height);
+      setZoom(Math.min(1, room));
+      canvas.scrollTo(0, 0);
+    }
+
+    // The full subject of the node under the pointer or the focus (the drawn label is cut).
+    var tip = document.getElementById("graph-tip");
+    function showTip(item) {
+      var node = data && item && data.nodes.filter(function (n) { return n.id === item.dataset.task; })[0];
+      if (!node) { tip.hidden = true; return; }
+      tip.textContent = nodeLabel(node, item.classList.contains("critical"));
+      tip.hidden = false;
+      var box = item.getBoundingClientRect();
+      var frame = canvas.parentNode.getBoundingClientRect();
+      var left = Math.max(0, Math.min(box.left - frame.left, frame.width - tip.offsetWidth));
+      var top = box.bottom - frame.top + 4;
+      if (top + tip.offsetHeight > frame.height) top = Math.max(0, box.top - frame.top - tip.offsetHeight - 4);
+      tip.style.left = left + "px";
+      tip.style.top = top + "px";
+    }
+    canvas.addEventListener("mouseover", function (event) { showTip(event.target.closest(".node[data-task]")); });
+    canvas.addEventListener("mouseleave", function () { if (!canvas.contains(document.activeElement)) tip.hidden = true; });
+    canvas.addEventListener("focusin", function (event) { showTip(event.target.closest(".node[data-task]")); });
+    canvas.addEventListener("focusout", function () { tip.hidden = true; });
+    canvas.addEventListener("scroll", function () { tip.hidden = true; });
 
     function describe() {
       var open = data.nodes.filter(function (n) { return n.column !== "completed"; }).length;
@@ -301,7 +339,8 @@
       var grouped = groupsBox.checked;
       var started = performance.now();
       shape = shapeOf(drawing, grouped);
-      return layout(drawing, grouped, (canvas.clientWidth - 2 * PAD) / zoom, workers).then(function (laid) {
+      var vertical = canvas.clientHeight > canvas.clientWidth;
+      return layout(drawing, grouped, (canvas.clientWidth - 2 * PAD) / (zoomed ? zoom : 1), workers, vertical).then(function (laid) {
         if (token !== renders) return;
         pending = false;
         var laidOut = performance.now();
@@ -310,7 +349,7 @@
         if (data !== drawing) restyle(root, data, state);  // fetched again meanwhile, same shape
         var old = document.getElementById("graph");
         if (old) canvas.replaceChild(root, old); else canvas.appendChild(root);
-        setZoom(zoom);
+        if (zoomed) setZoom(zoom); else fit();
         describe();
         if (focused) {
           var again = root.querySelector('.node[data-task="' + focused.dataset.task + '"]');
@@ -437,51 +476,52 @@
       try { localStorage.setItem("graph-groups", groupsBox.checked ? "1" : "0"); } catch (e) { /* storage off */ }
       if (data) render();
     });
-    document.getElementById("graph-zoom-out").addEventListener("click", function () { setZoom(zoom / 1.25); });
-    document.getElementById("graph-zoom-in").addEventListener("click", function () { setZoom(zoom * 1.25); });
-    document.getElementById("graph-zoom-fit").addEventListener("click", function () {
-      var root = document.getElementById("graph");
-      if (!root) return;
-      setZoom(Math.min(1, (canvas.clientWidth - 4) / root.dataset.width, (canvas.clientHeight - 4) / root.dataset.height));
-    });
+    document.getElementById("graph-zoom-out").addEventListener("click", function () { zoomed = true; setZoom(zoom / 1.25); });
+    document.getElementById("graph-zoom-in").addEventListener("click", function () { zoomed = true; setZoom(zoom * 1.25); });
+    document.getElementById("graph-zoom-fit").addEventListener("click", function () { zoomed = false; fit(); });
 
-    // ---- Live: the board's socket says something happened; fetch the graph again ----
+    // ---- Live: the board's socket (hx-ws, #graph-socket) says something happened ----
+    // Its pushes are the board's fragments: read here for the sequence and the tasks they
+    // touch, never swapped into this page.
 
-    var delay = 500;
+    var socket = document.getElementById("graph-socket");
+    var seq = socket.dataset.seq;
     var opened = false;
     function setLive(up) {
       live.dataset.state = up ? "live" : "down";
       live.textContent = up ? "● live" : "○ reconnecting…";
     }
-    function connect(seq) {
-      var scheme = location.protocol === "https:" ? "wss://" : "ws://";
-      var socket = new WebSocket(scheme + location.host + "/ws/boards/" + slug + "/?seq=" + seq);
-      socket.onopen = function () {
-        delay = 500;
-        setLive(true);
-        if (opened || !data) soon();  // back after a break (or a failed first load)
-        opened = true;
-      };
-      socket.onmessage = function (message) {
-        if (typeof message.data !== "string") return;
-        var marker = message.data.match(/id="board-seq" data-seq="(\d+)"/);
-        if (marker) seq = marker[1];
-        var behind = marker && data && +marker[1] > data.seq;
-        if (behind || message.data.indexOf("<li data-seq=") !== -1) soon();
-        var open = detail.querySelector("[data-detail-task]");
-        if (open && message.data.indexOf('id="task-' + open.dataset.detailTask + '"') !== -1) {
-          loadDetail(open.dataset.detailTask, detail.contains(document.activeElement));
-        }
-      };
-      socket.onclose = function (event) {
-        setLive(false);
-        if (event.code >= 4400 && event.code < 4500) return; // logged out or no access
-        setTimeout(function () { connect(seq); }, delay);
-        delay = Math.min(delay * 2, 10000);
-      };
-    }
+    function mine(event) { return event.target === socket; }
+    document.addEventListener("htmx:ws:before:connection", function (event) {
+      if (mine(event)) event.detail.connection.url = "/ws/boards/" + slug + "/?seq=" + seq;
+    });
+    document.addEventListener("htmx:ws:after:connection", function (event) {
+      if (!mine(event)) return;
+      setLive(true);
+      if (opened) soon();  // back after a break: what changed meanwhile
+      opened = true;
+    });
+    document.addEventListener("htmx:ws:close", function (event) { if (mine(event)) setLive(false); });
+    if (socket.dataset.socket === "live") { setLive(true); opened = true; }  // opened before this ran
+    document.addEventListener("htmx:ws:before:message:incoming", function (event) {
+      if (!mine(event)) return;
+      event.detail.cancelled = true;
+      var text = event.detail.message && event.detail.message.data;
+      if (typeof text !== "string") return;
+      var marker = text.match(/id="board-seq" data-seq="(\d+)"/);
+      if (marker) {
+        seq = marker[1];
+        event.detail.connection.url = "/ws/boards/" + slug + "/?seq=" + seq;
+      }
+      var behind = marker && data && +marker[1] > data.seq;
+      if (behind || text.indexOf("<li data-seq=") !== -1) soon();
+      var open = detail.querySelector("[data-detail-task]");
+      if (open && text.indexOf('id="task-' + open.dataset.detailTask + '"') !== -1) {
+        loadDetail(open.dataset.detailTask, detail.contains(document.activeElement));
+      }
+    });
 
-    refresh().then(function () { connect(data ? data.seq : ""); });
+    refresh();
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);

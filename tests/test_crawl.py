@@ -55,11 +55,11 @@ READ_PARAMETERS = {
     "/boards/team/activity/": ["after", "before", "task", "actor", "kind"],
     "/boards/team/graph/": ["task", "scope"],
     "/boards/team/graph.json": ["task", "scope"],
-    "/boards/team/metrics/": ["days", "today"],
+    "/boards/team/metrics/": ["range", "today"],
     "/boards/team/columns/pending/": ["cursor"],
     "/boards/team/columns/completed/": ["cursor"],
     "/api/boards/team/events": ["after", "limit", "taskId", "actor", "kind"],
-    "/api/boards/team/metrics": ["days", "today"],
+    "/api/boards/team/metrics": ["range", "today"],
     "/api/boards/team/tools": ["format", "dialect"],
 }
 # Posts the views read that no page renders as a form (a message about a task; removing an

@@ -24,7 +24,7 @@ def rows(html: str) -> list[str]:
 
 
 def test_the_feed_lists_who_did_what_newest_first(history, person_client):
-    page = person_client.get("/boards/team/activity/").content.decode()
+    page = person_client.get("/boards/team/activity/?show=all").content.decode()
     assert rows(page) == ["status", "claimed", "created", "created", "board_created"]
     assert "#1 moved to Completed by alice" in page
     assert "“Review it” created by bob" in page
@@ -46,20 +46,35 @@ def test_the_feed_filters_by_actor_kind_and_task(history, person_client, query, 
     assert rows(page) == kinds
 
 
+def test_the_feed_opens_on_what_matters_and_everything_is_one_click_away(
+    history, alice, bob, person_client
+):
+    bob.call("TaskClaim", {"taskId": "2"})
+    bob.call("TaskUpdate", {"taskId": "2", "status": "failed"})
+    page = person_client.get("/boards/team/activity/").content.decode()
+    assert rows(page) == ["status"]  # the failure; creations and claims are a click away
+    assert 'href="?show=all"' in page and 'aria-current="page">What matters' in page
+    assert person_client.get("/boards/team/activity/?show=some").status_code == 400
+    live = person_client.get(
+        "/boards/team/activity/?after=1", headers={"HX-Request": "true"}
+    ).content.decode()
+    assert rows(live) == ["status"]
+
+
 def test_the_feed_pages_older_events_and_answers_newer_rows_for_the_live_page(
     board, alice, person_client
 ):
     for n in range(60):
         alice.create(f"Task {n}")
-    first = person_client.get("/boards/team/activity/").content.decode()
+    first = person_client.get("/boards/team/activity/?show=all").content.decode()
     assert len(rows(first)) == 50
     assert "before=12" in first  # seq 61 … 12 shown; the next page is before the oldest
     older = person_client.get(
-        "/boards/team/activity/?before=12", headers={"HX-Request": "true"}
+        "/boards/team/activity/?show=all&before=12", headers={"HX-Request": "true"}
     ).content.decode()
     assert len(rows(older)) == 11 and "Older" not in older
     newer = person_client.get(
-        "/boards/team/activity/?after=59", headers={"HX-Request": "true"}
+        "/boards/team/activity/?show=all&after=59", headers={"HX-Request": "true"}
     ).content.decode()
     assert [r.split('"')[1] for r in newer.split("<tr data-seq=")[1:]] == ["61", "60"]
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from boards import services
+
 
 def graph(client, query: str = "") -> dict:
     answer = client.get(f"/boards/team/graph.json{query}")
@@ -49,6 +51,26 @@ def test_scopes_all_and_one_tasks_neighbourhood(plan, person_client):
     around = graph(person_client, "?task=4")
     assert [n["id"] for n in around["nodes"]] == ["1", "2", "4", "5"]
     assert graph(person_client, "?task=6")["nodes"][0]["id"] == "6"
+
+
+def test_open_work_shows_the_failed_or_cancelled_cause_of_a_stuck_chain(plan, alice, person_client):
+    alice.call("TaskUpdate", {"taskId": "1", "status": "failed"})
+    alice.call("TaskUpdate", {"taskId": "6", "status": "cancelled"})  # waited on by nothing
+    data = graph(person_client)
+    nodes = {n["id"]: n for n in data["nodes"]}
+    assert sorted(nodes, key=int) == ["1", "2", "3", "4", "5"]
+    assert nodes["1"]["status"] == "failed"
+    assert ("1", "2") in [(e["from"], e["to"]) for e in data["edges"]]
+
+
+def test_nodes_say_when_they_wait_for_an_approval(plan, alice, board, person_client):
+    services.approval_require(board=board, person="owner", task_id=6, required=True)
+    nodes = {n["id"]: n for n in graph(person_client)["nodes"]}
+    assert nodes["6"]["approval"] == "required"
+    assert nodes["1"]["approval"] is None
+    claim = alice.call("TaskClaim", {"taskId": "6"})
+    assert claim.status in (200, 202, 409), claim.body
+    assert {n["id"]: n for n in graph(person_client)["nodes"]}["6"]["approval"] == "requested"
 
 
 @pytest.mark.parametrize(

@@ -3,13 +3,23 @@ numbers, worked out by hand in the comments."""
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 
 import pytest
+from django.http import QueryDict
 from django.utils import timezone
 
 from boards import services
-from boards.metrics import metrics, percentile
+from boards.metrics import (
+    duration,
+    histogram,
+    metrics,
+    metrics_query,
+    money,
+    percentile,
+    range_default,
+)
+from boards.models import Event
 
 
 def at(day: int, hour: int, minute: int = 0) -> datetime:
@@ -66,20 +76,32 @@ def history(board, alice, bob, monkeypatch):
 
 
 def test_metrics_of_a_scripted_history_are_the_numbers_worked_out_by_hand(history):
-    m = metrics(history, days=3, today=date(2026, 11, 20))
-    assert (m["from"], m["to"]) == ("2026-11-18", "2026-11-20")
+    m = metrics(history, range_key="7d", today=date(2026, 11, 20))
+    assert (m["range"], m["bucket"]) == ("7d", "day")
+    assert (m["from"], m["to"]) == ("2026-11-14T00:00:00Z", "2026-11-21T00:00:00Z")
     # #2 completed on the 18th, #4 on the 20th.
-    assert [d["completed"] for d in m["throughput"]] == [1, 0, 1]
+    assert [d["completed"] for d in m["throughput"]] == [0, 0, 0, 0, 1, 0, 1]
     # Lead: #2 9:00 → 13:00 = 4 h; #4 18th 10:00 → 20th 10:00 = 48 h (nearest rank).
-    lead = m["leadTimeHours"]
-    assert (lead["count"], lead["p50"], lead["p85"], lead["p95"]) == (2, 4.0, 48.0, 48.0)
-    assert [b["count"] for b in lead["histogram"]] == [0, 1, 0, 1, 0, 0]
+    lead = m["leadTimeSeconds"]
+    assert (lead["count"], lead["p50"], lead["p85"], lead["p95"]) == (2, 14400, 172800, 172800)
+    # Bins from the data's own spread: 4 h to 48 h fits in five of 12 h.
+    assert [(b["label"], b["count"]) for b in lead["histogram"]] == [
+        ("0–12 h", 1),
+        ("12 h–1 d", 0),
+        ("1 d–1.5 d", 0),
+        ("1.5 d–2 d", 0),
+        ("2 d–2.5 d", 1),
+    ]
     # Cycle: the attempts that completed, #2 by alice 3 h, #4 by bob 2 h.
-    cycle = m["cycleTimeHours"]
-    assert (cycle["count"], cycle["p50"], cycle["p85"]) == (2, 2.0, 3.0)
-    # Cumulative arrivals: #1 was created before the window, #2–#4 on the 18th; started:
-    # #2 (18th), #4 by alice and #3 by bob (19th), #4 by bob (20th); completed #2, #4.
+    cycle = m["cycleTimeSeconds"]
+    assert (cycle["count"], cycle["p50"], cycle["p85"]) == (2, 7200, 10800)
+    # Cumulative arrivals: #1 was created on the 17th, #2–#4 on the 18th; started: #2
+    # (18th), #4 by alice and #3 by bob (19th), #4 by bob (20th); completed #2, #4.
     assert [(f["created"], f["started"], f["completed"]) for f in m["cumulativeFlow"]] == [
+        (0, 0, 0),
+        (0, 0, 0),
+        (0, 0, 0),
+        (1, 0, 0),
         (4, 1, 1),
         (4, 3, 1),
         (4, 4, 2),
@@ -90,7 +112,7 @@ def test_metrics_of_a_scripted_history_are_the_numbers_worked_out_by_hand(histor
         "completed": 1,
         "failed": 0,
         "timedOut": 1,
-        "medianCycleHours": 3.0,
+        "medianCycleSeconds": 10800,
         "successRate": 0.5,
         "costUsd": 0.5,
         "inputTokens": 0,
@@ -101,25 +123,106 @@ def test_metrics_of_a_scripted_history_are_the_numbers_worked_out_by_hand(histor
         "completed": 1,
         "failed": 1,
         "timedOut": 0,
-        "medianCycleHours": 2.0,
+        "medianCycleSeconds": 7200,
         "successRate": 0.5,
         "costUsd": 0.25,
         "inputTokens": 0,
         "outputTokens": 0,
     }
     cost = m["cost"]
-    assert [d["costUsd"] for d in cost["perDay"]] == [0.5, 0.0, 0.25]
+    assert [d["costUsd"] for d in cost["perBucket"]] == [0, 0, 0, 0, 0.5, 0.0, 0.25]
     assert cost["perParent"] == [{"taskId": "1", "costUsd": 0.25}]
     assert (cost["totalUsd"], cost["budgetUsd"]) == (0.75, None)
 
 
-def test_a_window_that_starts_later_counts_earlier_arrivals_as_before(history):
-    m = metrics(history, days=1, today=date(2026, 11, 20))
-    assert [(f["created"], f["started"], f["completed"]) for f in m["cumulativeFlow"]] == [
-        (4, 4, 2)
-    ]
-    assert [d["completed"] for d in m["throughput"]] == [1]
+def test_a_day_counts_arrivals_before_it_and_cuts_it_in_hours(history):
+    m = metrics(history, range_key="today", today=date(2026, 11, 20))
+    assert (m["bucket"], len(m["throughput"])) == ("hour", 24)
+    # Bob claimed #4 at 8:00 and completed it at 10:00; everything else came before.
+    assert m["cumulativeFlow"][0] == {
+        "at": "2026-11-20T00:00:00Z",
+        "created": 4,
+        "started": 3,
+        "completed": 1,
+        "waiting": 1,
+        "inProgress": 2,
+    }
+    assert [f["started"] for f in m["cumulativeFlow"]][7:9] == [3, 4]
+    assert [t["completed"] for t in m["throughput"]][9:11] == [0, 1]
+    assert [c["costUsd"] for c in m["cost"]["perBucket"]][10] == 0.25
     assert {a["agent"]: a["completed"] for a in m["agents"]} == {"bob": 1}
+
+
+@pytest.fixture
+def session(board, alice, monkeypatch):
+    """A two-minute session: three tasks done in 40, 70 and 100 seconds, ending 5 minutes
+    before now."""
+    now = datetime(2026, 11, 20, 12, 0, 30, tzinfo=UTC)
+    clock = Clock()
+    monkeypatch.setattr(timezone, "now", clock)
+    clock.now = now - timedelta(minutes=7)
+    for n, seconds in enumerate((40, 70, 100), start=1):
+        alice.create(f"Step {n}")
+        alice.call("TaskClaim", {"taskId": str(n)})
+        clock.now += timedelta(seconds=seconds)
+        done = alice.call(
+            "TaskUpdate", {"taskId": str(n), "status": "completed", "usage": {"costUsd": 0.254}}
+        )
+        assert done.status == 200, done.body
+    clock.now = now
+    return board
+
+
+def test_a_two_minute_session_reads_in_minutes_and_seconds(session):
+    m = metrics(session)  # the default: the smallest range that holds the activity
+    assert (m["range"], m["bucket"], len(m["throughput"])) == ("1h", "minute", 60)
+    assert sum(1 for t in m["throughput"] if t["completed"]) >= 2
+    assert (m["cycleTimeSeconds"]["p50"], m["cycleTimeSeconds"]["p95"]) == (70, 100)
+    assert m["cycleTimeSeconds"]["histogram"][0]["label"] == "40 s–50 s"
+    assert m["cumulativeFlow"][-1]["completed"] == 3
+    assert m["cumulativeFlow"][0]["created"] == 0
+
+
+def test_the_page_of_a_two_minute_session_shows_seconds_and_money(session, person_client):
+    page = person_client.get("/boards/team/metrics/").content.decode()
+    assert 'aria-current="page">Last hour' in page
+    assert "<td>1.2 min</td>" in page  # the cycle time's p50: 70 s
+    assert "$0.76" in page and "0.762" not in page
+    assert ">40 s<" in page or "40 s" in page
+
+
+def test_range_default_grows_with_the_activity(history):
+    # (the board fixture was made before the history's clock: put it at its start)
+    Event.objects.filter(board=history, seq=1).update(created_at=at(16, 9))
+    assert range_default(history, datetime(2026, 11, 20, 12, tzinfo=UTC)) == "7d"
+    assert range_default(history, datetime(2026, 12, 10, tzinfo=UTC)) == "30d"
+    assert range_default(history, datetime(2027, 3, 1, tzinfo=UTC)) == "30d"
+
+
+def test_durations_and_money_read_as_people_write_them():
+    assert [duration(s) for s in (0, 4.25, 45, 90, 600, 5400, 86_400 * 3, None)] == [
+        "0 s",
+        "4.2 s",
+        "45 s",
+        "1.5 min",
+        "10 min",
+        "1.5 h",
+        "3 d",
+        "—",
+    ]
+    assert [money(v) for v in (0, 0.003, 0.763191, 1204.5)] == [
+        "$0.00",
+        "< $0.01",
+        "$0.76",
+        "$1,204.50",
+    ]
+
+
+def test_histogram_bins_fit_the_spread():
+    assert histogram([]) == []
+    assert [b["label"] for b in histogram([5, 5, 5])] == ["5 s–6 s"]
+    spread = histogram([30, 3000, 3600 * 5])
+    assert len(spread) <= 8 and sum(b["count"] for b in spread) == 3
 
 
 def test_percentiles_are_nearest_rank():
@@ -128,10 +231,48 @@ def test_percentiles_are_nearest_rank():
 
 
 def test_the_metrics_api_and_page(history, person_client):
-    answer = person_client.get("/api/boards/team/metrics?days=3&today=2026-11-20")
+    answer = person_client.get("/api/boards/team/metrics?range=7d&today=2026-11-20")
     assert answer.status_code == 200
-    assert [d["completed"] for d in answer.json()["throughput"]] == [1, 0, 1]
-    assert person_client.get("/api/boards/team/metrics?days=0").status_code == 400
-    page = person_client.get("/boards/team/metrics/?days=3&today=2026-11-20").content.decode()
+    assert [d["completed"] for d in answer.json()["throughput"]] == [0, 0, 0, 0, 1, 0, 1]
+    page = person_client.get("/boards/team/metrics/?range=7d&today=2026-11-20").content.decode()
     assert "<svg" in page and "Throughput" in page
     assert "<table" in page and "<td>2026-11-18</td><td>1</td>" in page
+    assert "<td>4 h</td>" in page  # the lead time's p50
+
+
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [
+        ("range=2h", "range"),
+        ("range=%00", "range"),
+        ("range=7D", "range"),
+        ("today=2026-13-01", "today"),
+        ("today=٢٠٢٦-١١-٢٠", "today"),
+    ],
+)
+def test_a_wrong_range_is_a_400_on_the_api_and_an_error_shown_on_the_page(
+    board, person_client, query, field
+):
+    answer = person_client.get(f"/api/boards/team/metrics?{query}")
+    assert answer.status_code == 400
+    assert answer.json()["error"]["details"][0]["field"] == field
+    page = person_client.get(f"/boards/team/metrics/?{query}")
+    assert page.status_code == 400
+    text = page.content.decode()
+    assert f"{field}: " in text and "<h1>Flow and cost</h1>" in text
+
+
+@pytest.mark.parametrize("query", ["", "range=1h", "range=today", "range=7d", "range=30d"])
+def test_the_page_and_the_api_read_a_range_alike(board, person_client, query):
+    answer = person_client.get(f"/api/boards/team/metrics?{query}")
+    page = person_client.get(f"/boards/team/metrics/?{query}")
+    assert (answer.status_code, page.status_code) == (200, 200)
+    key = answer.json()["range"]
+    assert f'href="?range={key}" aria-current="page"' in page.content.decode()
+    assert metrics_query(QueryDict(query)) == ((query.split("=")[1] if query else None), None)
+
+
+def test_short_ranges_read_the_events_of_one_day_only(session, django_assert_max_num_queries):
+    # A binary search over seq (about log2 of the log's length) and one read of the day.
+    with django_assert_max_num_queries(40):
+        metrics(session, range_key="1h")

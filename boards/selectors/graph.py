@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from ..activity import STATUS_NAMES
@@ -19,7 +20,7 @@ from ..models import (
     Status,
     Task,
 )
-from ..rules import column_of, gives_up, is_ready
+from ..rules import UNFINISHED, column_of, gives_up, is_ready
 
 
 def cycle_through(edges: Iterable[tuple[int, int]]) -> list[int] | None:
@@ -308,7 +309,13 @@ def graph(board: Board, scope: str = "open", around: int | None = None) -> dict[
         numbers = _neighbourhood(board, around)
         tasks = tasks.filter(number__in=numbers)
     elif scope == "open":
-        tasks = tasks.unfinished()
+        # Open work, and the failed or cancelled tasks it still waits on: the cause of a
+        # stuck chain is shown beside the chain.
+        waiting = Dependency.objects.filter(blocker=OuterRef("pk"), task__status__in=UNFINISHED)
+        tasks = tasks.filter(
+            Q(status__in=UNFINISHED)
+            | (Q(status__in=(Status.FAILED, Status.CANCELLED)) & Exists(waiting))
+        )
     elif scope != "all":
         raise InvalidInput("scope: open, all or task", field="scope")
     rows = list(
@@ -323,6 +330,8 @@ def graph(board: Board, scope: str = "open", around: int | None = None) -> dict[
             "needs",
             "parent__number",
             "cost_usd",
+            "approval_required",
+            "approval_state",
         )[: GRAPH_MAX_NODES + 1]
     )
     truncated = len(rows) > GRAPH_MAX_NODES
@@ -352,8 +361,22 @@ def graph(board: Board, scope: str = "open", around: int | None = None) -> dict[
             "needs": needs or None,
             "parentId": str(parent) if parent else None,
             "costUsd": float(cost),
+            "approval": _approval(status, required, approval),
         }
-        for _, number, subject, status, owner, blocked, stuck, needs, parent, cost in rows
+        for (
+            _,
+            number,
+            subject,
+            status,
+            owner,
+            blocked,
+            stuck,
+            needs,
+            parent,
+            cost,
+            required,
+            approval,
+        ) in rows
     ]
     return {
         "nodes": nodes,
@@ -362,6 +385,18 @@ def graph(board: Board, scope: str = "open", around: int | None = None) -> dict[
         "truncated": truncated,
         "seq": board.last_seq,
     }
+
+
+def _approval(status: str, required: bool, state: str) -> str | None:
+    """A node's gate, as the board's card says it: "requested" (awaiting a person's
+    approval), "required" (gated: a claim will wait for one), else None."""
+    if status in TERMINAL_STATUSES:
+        return None
+    if state == "requested":
+        return "requested"
+    if required and state != "approved":
+        return "required"
+    return None
 
 
 def _neighbourhood(board: Board, number: int, limit: int = 500) -> set[int]:

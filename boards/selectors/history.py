@@ -73,8 +73,10 @@ def activity_page(
     before: int | None = None,
     after: int | None = None,
     limit: int = ACTIVITY_PAGE,
+    matters: bool = False,
 ) -> list[Event]:
-    """Events of the board, newest first (``after``: oldest first, the ones after that seq).
+    """Events of the board, newest first (``after``: oldest first, the ones after that seq);
+    ``matters``: only what a person looks for first (``MATTERS``).
 
     Each filter has its index (board, actor|kind|task_number, seq): a page costs the
     same however long the log is.
@@ -89,6 +91,8 @@ def activity_page(
         events = events.filter(kind=kind)
     if task is not None:
         events = events.filter(task_number=task)
+    if matters:
+        events = events.filter(MATTERS)
     if after is not None:
         rows = list(events.filter(seq__gt=after).order_by("seq")[:limit])
     else:
@@ -115,6 +119,22 @@ def event_json(event: Event) -> dict[str, Any]:
 
 
 # Kinds offered as the feed's filter: the ones people ask about.
+# What a person looks for first in the feed: failures, approvals asked and decided,
+# reassignments, reclaimed leases, and tasks that came to need a person.
+MATTERS = Q(
+    kind__in=(
+        "approval_requested",
+        "approved",
+        "denied",
+        "tool_call_requested",
+        "tool_call_approved",
+        "tool_call_denied",
+        "reassigned",
+        "reclaimed",
+        "needs_attention",
+    )
+) | Q(kind="status", data__fields__status__to="failed")
+
 ACTIVITY_KINDS = (
     "created",
     "claimed",

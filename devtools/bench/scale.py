@@ -160,7 +160,7 @@ def _scale_calls(
 def _metrics_p50(base: str, slug: str, cookie: str, loads: int = 15) -> float:
     """p50 of the metrics API (30 days) for a logged-in person, in ms."""
     request = urllib.request.Request(
-        f"{base}/api/boards/{slug}/metrics?days=30", headers={"Cookie": cookie}
+        f"{base}/api/boards/{slug}/metrics?range=30d", headers={"Cookie": cookie}
     )
     samples = []
     for _ in range(loads):

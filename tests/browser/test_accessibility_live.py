@@ -49,6 +49,17 @@ def open_notifications(page: Page, tasks: Populated) -> None:
     expect(page.locator("#notify-kinds")).to_be_visible()
 
 
+def open_menu(page: Page, tasks: Populated) -> None:
+    page.click("[data-board-menu]")
+    expect(page.locator("#owner-filter")).to_be_visible()
+
+
+def focus_a_node(page: Page, tasks: Populated) -> None:
+    page.wait_for_selector("svg#graph[data-rendered-ms]", state="attached")
+    page.locator("#graph .node[data-task]").first.focus()
+    expect(page.locator("#graph-tip")).to_be_visible()
+
+
 def add_endpoint(page: Page, tasks: Populated) -> None:
     """An endpoint with a test event queued: the page shows its secret and deliveries."""
     page.fill("input[name=url]", "https://hooks.example.invalid/kanban")
@@ -106,6 +117,14 @@ PAGES = [
     Checked("connect an agent", "/boards/{board}/connect/"),
     Checked("graph", "/boards/{board}/graph/?scope=all"),
     Checked("metrics in the dark", "/boards/{board}/metrics/", color_scheme="dark"),
+    Checked("metrics on a phone", "/boards/{board}/metrics/?range=1h", screen=PHONE_SIZE),
+    Checked("metrics refusing a range", "/boards/{board}/metrics/?range=2h"),
+    Checked("graph on a phone", "/boards/{board}/graph/", screen=PHONE_SIZE),
+    Checked("graph with a node focused", "/boards/{board}/graph/", prepare=focus_a_node),
+    Checked("activity, everything", "/boards/{board}/activity/?show=all"),
+    Checked("connect an agent on a phone", "/boards/{board}/connect/", screen=PHONE_SIZE),
+    Checked("settings on a phone", "/boards/{board}/settings/", screen=PHONE_SIZE),
+    Checked("board's phone menu", "/boards/{board}/", prepare=open_menu, screen=PHONE_SIZE),
 ]
 
 

@@ -61,7 +61,7 @@ def test_the_readme_pictures_of_the_graph_and_the_metrics(
         expect(graph.locator("#graph .node")).to_have_count(len(PLAN))
         graph.mouse.move(0, 0)
         graph.screenshot(path=folder / "graph.png", animations="disabled", caret="hide")
-        metrics = screens.open(path=f"/boards/{board.slug}/metrics/?days=7")
+        metrics = screens.open(path=f"/boards/{board.slug}/metrics/?range=7d")
         expect(metrics.locator("table.agents [data-agent='worker-1']")).to_be_visible()
         metrics.screenshot(
             path=folder / "metrics.png", animations="disabled", caret="hide", full_page=True

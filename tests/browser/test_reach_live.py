@@ -130,7 +130,7 @@ def test_a_person_turns_on_a_kind_and_it_notifies_them(pages: BoardPages):
 
 def test_the_activity_feed_shows_an_agents_call_within_a_second(pages: BoardPages):
     page = pages.open()
-    page.goto(pages.live_board.url + "activity/")
+    page.goto(pages.live_board.url + "activity/?show=all")
     expect(page.locator("#activity-live")).to_have_attribute("data-state", "live")
     agent = pages.live_board.agent("worker-7")
     agent.create("Warm up")  # the first push opens the page's socket path end to end
