@@ -61,6 +61,17 @@ def board_context(board: Board) -> dict[str, Any]:
     }
 
 
+def _holds(key: str, counts: dict[str, int]) -> str:
+    """What a column's count is made of, when it mixes kinds ("17 done, 1 failed")."""
+    if key == "completed":
+        parts = [f"{counts['completed']} done"]
+        parts += [f"{counts[k]} {k}" for k in ("failed", "cancelled") if counts[k]]
+        return ", ".join(parts) if len(parts) > 1 else ""
+    if key == "blocked" and counts["stuck"]:
+        return f"{counts['stuck']} stuck"
+    return ""
+
+
 def header_context(board: Board) -> dict[str, Any]:
     """The header's parts (summary, counts, approvals, roster) without loading the tasks."""
     counts = selectors.board_counts(board)
@@ -81,7 +92,15 @@ def header_context(board: Board) -> dict[str, Any]:
         "total": total,
         "done": counts["completed"],
         "columns": [
-            {"key": key, "title": title, "count": column_counts[key]}
+            {
+                "key": key,
+                "title": title,
+                "count": column_counts[key],
+                "holds": _holds(key, counts),
+                # A column a person should look at first (a phone opens on it).
+                "problem": (key == "completed" and counts["failed"] > 0)
+                or (key == "blocked" and counts["stuck"] > 0),
+            }
             for key, title in COLUMN_TITLES.items()
         ],
         "needs": selectors.needs_you([board]),

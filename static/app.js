@@ -163,11 +163,21 @@
   }
 
   // The tabs show the columns' counts, which pushes update in #count-<column>.
+  // A phone's tabs carry each column's count (without what it holds) and a mark on the
+  // columns a person should look at (failed work, stuck work).
   function syncTabCounts() {
     each(".tab-count[data-count-of]", function (span) {
       var count = byId("count-" + span.dataset.countOf);
-      if (count && span.textContent !== count.textContent) span.textContent = count.textContent;
+      if (!count) return;
+      if (span.textContent !== count.textContent) span.textContent = count.textContent;
+      var tab = span.closest(".column-tab");
+      if (tab) tab.classList.toggle("column-tab--problem", count.dataset.problem === "1");
     });
+  }
+
+  function firstTabWithAProblem() {
+    var marked = document.querySelector(".count[data-problem='1']");
+    return marked ? marked.id.replace(/^count-/, "") : null;
   }
 
   function setUpTabs() {
@@ -175,7 +185,8 @@
     if (!list) return;
     var saved = null;
     try { saved = sessionStorage.getItem(tabKey()); } catch (e) { /* no storage */ }
-    selectTab(saved && byId("column-" + saved) ? saved : "pending");
+    syncTabCounts();
+    selectTab(saved && byId("column-" + saved) ? saved : firstTabWithAProblem() || "pending");
     list.addEventListener("click", function (event) {
       var tab = event.target.closest(".column-tab");
       if (tab) selectTab(tab.dataset.tab);
