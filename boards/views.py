@@ -141,6 +141,9 @@ def board_detail(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResp
             return push_url(response, False)
         context = board_context(board, chosen)
         response = render(request, "boards/board.html#filtered", context)
+        # The address to share: the filters in use, none left empty.
+        address = reverse("board", args=[board.slug])
+        push_url(response, f"{address}?{chosen.query}" if chosen.query else address)
     else:
         context = board_context(board, chosen)
         context["can"] = permissions.capabilities(role)

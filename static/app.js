@@ -151,7 +151,10 @@
     if (!boardConnection || !boardConnection.socket) return;
     refiltering = true;
     boardConnection.url = socketUrl();
-    // Closed without a code, the extension reconnects by itself (to socketUrl()).
+    // Closed by the page, the extension reconnects by itself (to socketUrl()) once told that
+    // a normal closure is one to reconnect after (the server ends for good with 44xx).
+    var codes = boardConnection.config.reconnectCodes;
+    [1000, 1005].forEach(function (code) { if (codes.indexOf(code) < 0) codes.push(code); });
     boardConnection.socket.close();
   }
 
