@@ -130,6 +130,12 @@ def describe(kind: str, number: int | None, actor: str, data: dict[str, Any]) ->
         role = data.get("role")
         who = data.get("person", "?")
         return f"{who} is now {role}{by}" if role else f"{who} removed from the board{by}"
+    if kind == "invite":
+        action = data.get("action", "changed")
+        role = data.get("role", "?")
+        if action == "accepted":
+            return f"{actor} joined as {role} through an invite"
+        return f"Invite link for a new {role} {action}{by}"
     if kind == "settings":
         return f"Board settings changed{by} ({', '.join(data.get('fields') or {})})"
     if kind == "reset":

@@ -63,6 +63,9 @@ class ReadinessStep(_Open):
     owner: str
     waitsOn: list[str]
     canMove: bool
+    waitsForPerson: bool = Field(
+        False, description="Only a person can move it on: an approval asked, a dead end."
+    )
 
 
 class Readiness(_Open):
@@ -70,6 +73,9 @@ class Readiness(_Open):
     reason: str
     chain: list[ReadinessStep]
     movable: list[str]
+    waitsForPerson: list[str] = Field(
+        default_factory=list, description="The tasks (this one too) that wait for a person."
+    )
 
 
 class TaskSummary(_Open):
@@ -84,6 +90,7 @@ class TaskSummary(_Open):
     activeForm: str | None = None
     parentId: str | None = None
     approval: Any = Field(None, description="The approval state (summaries) or object (full).")
+    labels: list[str] | None = Field(None, description="Its labels (lower-case), when it has any.")
 
 
 class Task(TaskSummary):
@@ -103,6 +110,11 @@ class Task(TaskSummary):
     lease: Lease | None
     needsAttention: bool
     attention: str | None
+    needs: str | None = Field(
+        None,
+        description="Why a person must decide (approval, failed, stranded, not_started, "
+        "no_progress), or null.",
+    )
     usage: Usage
     version: int
     createdAt: str

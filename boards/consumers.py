@@ -64,42 +64,81 @@ def _refusal_now(user_id: int, board_id: int) -> int | None:
     return None
 
 
-class BoardConsumer(AsyncWebsocketConsumer):
-    board_id: int
-    group: str
+class PersonSocket(AsyncWebsocketConsumer):
+    """A logged-in person's socket: it hears their account and login session
+    (``events.user_group`` / ``session_group``), closes when either ends, and only
+    pushes (anything a client sends is a protocol error). Subclasses add the groups
+    of what they show (``joined``)."""
+
     user_id: int
-    user_group = ""
     ended = False
     chosen: BoardFilter | None = None
 
-    async def connect(self) -> None:
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        self.joined: list[str] = []
+
+    async def join(self, group: str) -> None:
+        await self.channel_layer.group_add(group, self.channel_name)
+        self.joined.append(group)
+
+    async def join_person(self) -> bool:
+        """Join the person's groups; False (and closed, 4401) for nobody logged in.
+
+        Joined before access is checked: a removal that commits in between is heard
+        (messages wait until connect returns, then the socket checks again)."""
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
             await self.close(code=CLOSE_UNAUTHENTICATED)
-            return
-        # Joined before access is checked: a removal that commits in between is heard
-        # (messages wait until connect returns, then the socket checks again).
+            return False
         self.user_id = user.pk
-        self.user_group = events.user_group(user.pk)
-        await self.channel_layer.group_add(self.user_group, self.channel_name)
+        await self.join(events.user_group(user.pk))
+        session = self.scope.get("session")
+        if session and session.session_key:
+            await self.join(events.session_group(session.session_key))
+        return True
+
+    async def _leave(self) -> None:
+        for group in self.joined:
+            await self.channel_layer.group_discard(group, self.channel_name)
+        self.joined = []
+
+    async def _end(self, code: int) -> None:
+        """Close with ``code`` (4xxx: the page does not reconnect) and forward nothing more."""
+        if self.ended:
+            return
+        self.ended = True
+        await self._leave()
+        await self.close(code=code)
+
+    async def disconnect(self, code: int) -> None:
+        await self._leave()
+
+    async def session_ended(self, message: dict) -> None:
+        """Its person logged out: the socket stops here (the page shows it down)."""
+        await self._end(CLOSE_UNAUTHENTICATED)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        await self.close(code=4400)
+
+
+class BoardConsumer(PersonSocket):
+    board_id: int
+
+    async def connect(self) -> None:
+        if not await self.join_person():
+            return
         slug = self.scope["url_route"]["kwargs"]["slug"]
-        board = await database_sync_to_async(_board_for)(user, slug)
+        board = await database_sync_to_async(_board_for)(self.scope["user"], slug)
         if board is None:  # no such board, or the person is not a member: the same answer
             await self._end(CLOSE_NOT_FOUND)
             return
         self.board_id = board.pk
-        self.group = events.group_name(board.pk)
         self.card_seq: dict[str, int] = {}
         self.header_sent: dict[str, tuple[int, str]] = {}
         self.sent_seq = 0
         self.floor = -1
-        await self.channel_layer.group_add(self.group, self.channel_name)
-        session = self.scope.get("session")
-        self.session_group = (
-            events.session_group(session.session_key) if session and session.session_key else ""
-        )
-        if self.session_group:
-            await self.channel_layer.group_add(self.session_group, self.channel_name)
+        await self.join(events.group_name(board.pk))
         await self.accept()
         await self.catch_up(board)
 
@@ -165,29 +204,6 @@ class BoardConsumer(AsyncWebsocketConsumer):
             }
         return kept
 
-    async def disconnect(self, code: int) -> None:
-        await self._leave()
-
-    async def _leave(self) -> None:
-        if hasattr(self, "group"):
-            await self.channel_layer.group_discard(self.group, self.channel_name)
-        if getattr(self, "session_group", ""):
-            await self.channel_layer.group_discard(self.session_group, self.channel_name)
-        if self.user_group:
-            await self.channel_layer.group_discard(self.user_group, self.channel_name)
-
-    async def _end(self, code: int) -> None:
-        """Close with ``code`` (4xxx: the page does not reconnect) and forward nothing more."""
-        if self.ended:
-            return
-        self.ended = True
-        await self._leave()
-        await self.close(code=code)
-
-    async def session_ended(self, message: dict) -> None:
-        """Its person logged out: the board stops here (the page shows the socket down)."""
-        await self._end(CLOSE_UNAUTHENTICATED)
-
     async def access_changed(self, message: dict) -> None:
         """Its person was taken off a board, or their account deactivated or deleted: the
         socket closes if it would be refused now, with the code it would be refused with."""
@@ -203,10 +219,6 @@ class BoardConsumer(AsyncWebsocketConsumer):
             code = CLOSE_RETRY
         if code is not None:
             await self._end(code)
-
-    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        # The board socket only pushes; anything a client sends is a protocol error.
-        await self.close(code=4400)
 
     async def board_update(self, message: dict) -> None:
         if self.ended:
@@ -257,38 +269,25 @@ def _inbox_html(user_id: int, count_only: bool) -> tuple[list[int], str]:
     return boards, inbox_parts(items)
 
 
-class InboxConsumer(AsyncWebsocketConsumer):
+class InboxConsumer(PersonSocket):
     """One socket for everything that waits for a person, on all their boards (SPEC §12):
     the inbox page's list (``/ws/inbox/``), or the count every page's header shows
     (``?count=1``). Every board's header change is announced to all inboxes (a small
     message, ``events.INBOXES_GROUP``); each re-renders when the board is the person's,
     and changes that arrive while it renders are rendered once after."""
 
-    user_id: int
-    user_group = ""
-    session_group = ""
     boards: frozenset[int] = frozenset()
     newest = 0
     sent = ""
-    ended = False
+    pending: asyncio.Future | None = None
+    again = False
 
     async def connect(self) -> None:
-        user = self.scope.get("user")
-        if user is None or not user.is_authenticated:
-            await self.close(code=CLOSE_UNAUTHENTICATED)
+        if not await self.join_person():
             return
         query = parse_qs(self.scope.get("query_string", b"").decode(errors="replace"))
         self.count_only = query.get("count", [""])[0] == "1"
-        self.user_id = user.pk
-        self.user_group = events.user_group(user.pk)
-        await self.channel_layer.group_add(self.user_group, self.channel_name)
-        session = self.scope.get("session")
-        if session and session.session_key:
-            self.session_group = events.session_group(session.session_key)
-            await self.channel_layer.group_add(self.session_group, self.channel_name)
-        await self.channel_layer.group_add(events.INBOXES_GROUP, self.channel_name)
-        self.pending: asyncio.Task | None = None
-        self.again = False
+        await self.join(events.INBOXES_GROUP)
         await self.accept()
         await self.refresh()
 
@@ -327,29 +326,10 @@ class InboxConsumer(AsyncWebsocketConsumer):
             return
         await self.refresh()  # boards gained or lost: listen to the ones left
 
-    async def session_ended(self, message: dict) -> None:
-        await self._end(CLOSE_UNAUTHENTICATED)
-
-    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        await self.close(code=4400)
-
-    async def _end(self, code: int) -> None:
-        if self.ended:
-            return
-        self.ended = True
-        await self._leave()
-        await self.close(code=code)
-
     async def _leave(self) -> None:
         if self.pending is not None:
             self.pending.cancel()
-        for group in (self.user_group, self.session_group, events.INBOXES_GROUP):
-            if group:
-                await self.channel_layer.group_discard(group, self.channel_name)
-
-    async def disconnect(self, code: int) -> None:
-        if hasattr(self, "pending"):
-            await self._leave()
+        await super()._leave()
 
 
 def _refusal_now_anywhere(user_id: int) -> bool:

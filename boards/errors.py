@@ -191,6 +191,14 @@ class PermissionDenied(ServiceError):
     code = "forbidden"
 
 
+class Gone(ServiceError):
+    """A 410: what the request names existed and is used up for good (an invite used,
+    expired or revoked)."""
+
+    status = 410
+    code = "gone"
+
+
 class Unauthorized(ServiceError):
     status = 401
     code = "unauthorized"

@@ -21,6 +21,7 @@ PRIORITIES = {label: value for value, label in Priority.choices}
 class BoardFilterForm(forms.Form):
     q = forms.CharField(required=False, strip=True)
     owner = forms.CharField(required=False, max_length=100)
+    label = forms.CharField(required=False, max_length=64)
     status = forms.ChoiceField(required=False, choices=[("", "any status"), *Status.choices])
     priority = forms.ChoiceField(
         required=False, choices=[("", "any priority")] + [(p, p) for p in PRIORITIES]
@@ -59,6 +60,7 @@ def board_filter(params: QueryDict) -> BoardFilter:
         owner=data.get("owner"),
         status=data.get("status"),
         priority=PRIORITIES[data["priority"]] if data.get("priority") else None,
+        label=data.get("label"),
     )
-    kept = {k: data[k] for k in ("q", "owner", "status", "priority") if k in data}
+    kept = {k: data[k] for k in ("q", "owner", "label", "status", "priority") if k in data}
     return BoardFilter(chosen, form, error, urlencode(kept))

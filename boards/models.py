@@ -46,6 +46,14 @@ class Board(models.Model):
     completed_count = models.PositiveIntegerField(default=0)
     failed_count = models.PositiveIntegerField(default=0)
     cancelled_count = models.PositiveIntegerField(default=0)
+    # Open tasks by what they show (``rules.KEPT_COUNTS``), kept the same way: a backlog of
+    # thousands costs its counts no more than a small board does.
+    pending_count = models.PositiveIntegerField(default=0)
+    blocked_count = models.PositiveIntegerField(default=0)
+    in_progress_count = models.PositiveIntegerField(default=0)
+    ready_count = models.PositiveIntegerField(default=0)
+    stuck_count = models.PositiveIntegerField(default=0)
+    needs_person_count = models.PositiveIntegerField(default=0)
     # What agents reported spending (TaskUpdate/TaskHeartbeat ``usage``), and the optional
     # budget: once spent reaches it, claims are refused until a person raises it.
     spent_usd = models.DecimalField(max_digits=16, decimal_places=6, default=0)
@@ -108,6 +116,8 @@ class Task(models.Model):
     # Stored by the unit of work (and the sweeper, for reasons that come with time).
     needs = models.CharField(max_length=16, choices=Reason.choices, blank=True, default="")
     needs_since = models.DateTimeField(null=True, blank=True)
+    # What it adds to the board's kept counts as last counted (``rules.counted_bits``).
+    counted = models.PositiveSmallIntegerField(default=0)
     # When a person (or orchestrator) gave it, pending, to its owner: "assigned, not started".
     assigned_at = models.DateTimeField(null=True, blank=True)
     # The owner's lease on in-progress work: renewed by the owner's calls, reclaimed when it
@@ -222,6 +232,25 @@ class Dependency(models.Model):
 
     def __str__(self) -> str:
         return f"{self.task_id} blocked by {self.blocker_id}"
+
+
+class Label(models.Model):
+    """A task's label (SPEC §2): a lower-case name, at most ``LABELS_MAX`` per task; the
+    rows are the index that label filters use."""
+
+    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="labels")
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="label_rows")
+    name = models.CharField(max_length=64)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["task", "name"], name="label_unique")]
+        indexes = [models.Index(fields=["board", "name", "task"], name="label_board_name")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+LABELS_MAX = 10
 
 
 class Event(models.Model):
@@ -373,6 +402,31 @@ class Membership(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} on {self.board}: {self.role}"
+
+
+class Invite(models.Model):
+    """A one-time link that signs a person up as a member of a board with ``role``.
+
+    Only the SHA-256 of its token is stored (the link is shown once); it is used once
+    (``used_at``), until ``expires_at``, unless an admin revokes it first.
+    """
+
+    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="invites")
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.VIEWER)
+    token_hash = models.CharField(max_length=64, unique=True)
+    prefix = models.CharField(max_length=12)
+    created_by = models.CharField(max_length=150, blank=True)
+    created_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+    used_at = models.DateTimeField(null=True, blank=True)
+    used_by = models.CharField(max_length=150, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["board_id", "-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.role} on {self.board})"
 
 
 class Subscription(models.Model):

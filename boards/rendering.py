@@ -14,7 +14,7 @@ from django.template.loader import render_to_string
 
 from . import clients, selectors
 from .filters import BoardFilter
-from .models import Board, Status, Task
+from .models import Board, Label, Status, Task
 
 COLUMN_TITLES = {
     "pending": "Pending",
@@ -70,6 +70,12 @@ def board_context(board: Board, chosen: BoardFilter | None = None) -> dict[str, 
         "columns": columns,
         "stale": stale_agents(roster),
         "owners": sorted(shown_owners | {r["name"] for r in roster}),
+        "labels": list(
+            Label.objects.filter(board=board)
+            .order_by("name")
+            .values_list("name", flat=True)
+            .distinct()
+        ),
         "filter": chosen,
     }
 

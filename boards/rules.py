@@ -165,3 +165,44 @@ def needs_of(
     if status == Status.PENDING and task.owner and assigned and not blocked:
         return Reason.NOT_STARTED if assigned <= now - grace else ""
     return ""
+
+
+# The open counts a board keeps (``Board.<key>_count``), each a bit of a task's
+# ``counted``: what it adds to them as it stands.
+KEPT_COUNTS = ("pending", "blocked", "in_progress", "ready", "stuck", "needs_person")
+_BITS = {key: 1 << i for i, key in enumerate(KEPT_COUNTS)}
+
+
+def counted_bits(
+    *,
+    status: str,
+    blocked: bool,
+    stuck: bool,
+    needs: str,
+    failures: int,
+    approval_state: str,
+    max_attempts: int,
+) -> int:
+    """The kept counts a task adds to (twin of ``TaskQuerySet.in_column`` / ``ready`` /
+    ``view``), as a bit set."""
+    bits = 0
+    if status == Status.PENDING:
+        bits |= _BITS["blocked" if blocked else "pending"]
+        if not blocked and failures < max_attempts and approval_state != ApprovalState.REQUESTED:
+            bits |= _BITS["ready"]
+    elif status == Status.IN_PROGRESS:
+        bits |= _BITS["in_progress"]
+    if stuck and status in UNFINISHED:
+        bits |= _BITS["stuck"]
+    if needs:
+        bits |= _BITS["needs_person"]
+    return bits
+
+
+def count_delta(before: int, after: int) -> dict[str, int]:
+    """How a task's move from ``before`` to ``after`` bits changes each kept count."""
+    return {
+        key: ((after & bit) > 0) - ((before & bit) > 0)
+        for key, bit in _BITS.items()
+        if (after ^ before) & bit
+    }

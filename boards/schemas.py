@@ -112,6 +112,14 @@ class CanonicalInput(ToolInput):
     model_config = ConfigDict(alias_generator=to_camel)
 
 
+LabelName = Annotated[str, StringConstraints(min_length=1, max_length=64)]
+LabelList = Annotated[list[LabelName], Field(max_length=10)]
+LABELS_HELP = (
+    "Labels (at most 10; letters, digits, '.', '_', '-' and spaces; case does not matter), "
+    "to group and find tasks."
+)
+
+
 class TaskCreateInput(CanonicalInput):
     """Create a task on the shared board. Use it to plan: one task per concrete step,
     with an imperative subject and, for work someone else will do, a prompt.
@@ -138,6 +146,7 @@ class TaskCreateInput(CanonicalInput):
         False, description="When true, a person must approve before anyone can start the task."
     )
     priority: PriorityName = Field("normal", description=PRIORITY_HELP)
+    labels: LabelList = Field([], description=LABELS_HELP)
 
 
 class TaskGetInput(CanonicalInput):
@@ -191,6 +200,9 @@ class _UpdateFields(CanonicalInput):
         None, description="Fail with 409 unless the task is still at this version."
     )
     usage: UsageInput | None = Field(None, description=USAGE_HELP)
+    labels: LabelList | None = Field(None, description="Replace the labels. " + LABELS_HELP)
+    add_labels: LabelList = Field([], description="Labels to add.")
+    remove_labels: LabelList = Field([], description="Labels to remove.")
 
 
 class TaskUpdateInput(_UpdateFields):
@@ -218,16 +230,21 @@ class TaskListInput(CanonicalInput):
     nextCursor is not null, call again with the same input and cursor: nextCursor for the
     rest. total counts every match; counts are the whole board's."""
 
-    view: Literal["all", "open", "ready", "blocked", "stuck", "in_progress", "done"] = Field(
+    view: Literal[
+        "all", "open", "ready", "blocked", "stuck", "in_progress", "done", "needs_person"
+    ] = Field(
         "all",
         description="open = pending or in progress; ready = pending, unblocked, not awaiting "
         "approval (work you can claim now); stuck = waiting on a blocker that failed or was "
-        "cancelled (a person must decide); done = completed, failed or cancelled.",
+        "cancelled (a person must decide); done = completed, failed or cancelled; "
+        "needs_person = waiting for a person's decision (approval, failed, stranded, not "
+        "started).",
     )
     status: Status | None = None
     owner: Annotated[str, StringConstraints(max_length=100)] | None = None
     blocked: StrictBool | None = None
     parent_id: TaskId | None = None
+    label: LabelName | None = Field(None, description="Only tasks with this label.")
     query: Annotated[str, StringConstraints(max_length=200)] | None = Field(
         None,
         description="Words to find in the tasks' text; each word also matches longer words "
@@ -309,6 +326,7 @@ class BatchCreate(CanonicalInput):
     prompt: Long = ""
     requires_approval: StrictBool = False
     priority: PriorityName = "normal"
+    labels: LabelList = []
 
 
 class BatchUpdate(_UpdateFields):

@@ -15,10 +15,13 @@ from typing import Any
 from django import forms
 from django.conf import settings
 from django.contrib import messages
+from django.contrib.auth import get_user_model, login, password_validation
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.cache import add_never_cache_headers, patch_vary_headers
 from django.utils.html import escape
 from django.utils.timesince import timesince
@@ -31,12 +34,16 @@ from .activity import SIGNALS
 from .errors import InvalidInput, NotFound, ServiceError, error_body
 from .filters import board_filter
 from .models import (
+    TERMINAL_STATUSES,
     Agent,
     AgentToken,
+    ApprovalState,
     Board,
     GateRule,
+    Invite,
     Membership,
     Priority,
+    Reason,
     Role,
     Status,
     Task,
@@ -154,20 +161,80 @@ def board_detail(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResp
     return response
 
 
+def _first_actions(view: selectors.TaskView, role: Role) -> list[dict[str, Any]]:
+    """What the task's state asks of a person, most likely first: the panel's first
+    controls (an approval asked has its own form, with the note and version)."""
+    task = view.task
+    actions: list[dict[str, Any]] = []
+
+    def add(action: str, label: str, *, blocker: int | None = None, danger: bool = False) -> None:
+        if permissions.may(role, action):
+            actions.append({"action": action, "label": label, "blocker": blocker, "danger": danger})
+
+    waited_on = (
+        task.status in (Status.FAILED, Status.CANCELLED)
+        and Task.objects.filter(blocker_links__blocker=task).unfinished().exists()
+    )
+    if task.status == Status.FAILED or task.needs == Reason.FAILED:
+        add("retry", "Retry")
+    if waited_on:
+        add("skip", "Go on without it")
+    if task.status == Status.CANCELLED:
+        add("reopen", "Reopen")
+    if waited_on:
+        add("cancel-chain", "Cancel it and what waits on it", danger=True)
+    if view.stuck:
+        for n in view.stuck_on:
+            add("unblock", f"Go on without #{n}", blocker=n)
+    if task.needs == Reason.NOT_STARTED:
+        add("release", "Release to anyone")
+    return actions
+
+
+def _moves(task: Task) -> list[dict[str, str]]:
+    """The status moves the panel offers; finishing failed or gated work is confirmed."""
+    gated = task.approval_required and task.approval_state != ApprovalState.APPROVED
+    moves = []
+    for status in Status:
+        if status == task.status:
+            continue
+        confirm = ""
+        if status in TERMINAL_STATUSES and task.status == Status.FAILED:
+            confirm = (
+                f"#{task.number} failed. Mark it {status.label.lower()} anyway? "
+                "What waits on it goes on as if it had."
+                if status == Status.COMPLETED
+                else f"#{task.number} failed. Mark it {status.label.lower()}?"
+            )
+        elif status in TERMINAL_STATUSES and gated:
+            confirm = (
+                f"#{task.number} waits for a person's approval. Mark it "
+                f"{status.label.lower()} without deciding it?"
+                if task.approval_state == ApprovalState.REQUESTED
+                else f"#{task.number} needs a person's approval and has none. Mark it "
+                f"{status.label.lower()} anyway?"
+            )
+        moves.append({"value": status.value, "label": status.label, "confirm": confirm})
+    return moves
+
+
 def _detail_context(board: Board, number: int, role: Role) -> dict[str, Any]:
     try:
         view = selectors.task_view(board, number)
     except ServiceError as exc:
         raise Http404(exc.message) from exc
+    asked = view.task.approval_state == ApprovalState.REQUESTED and not view.task.is_terminal
     return {
         "board": board,
         "view": view,
         "task": view.task,
+        "asked": asked,
+        "first_actions": _first_actions(view, role),
+        "moves": _moves(view.task),
         # Pairs, not the dict: a key like "items" would shadow the dict's own method.
         "metadata": sorted(view.task.metadata.items()),
         "history": selectors.task_history(board, number),
         "agents": list(Agent.objects.filter(board=board).values_list("name", flat=True)),
-        "statuses": [s for s in Status if s != view.task.status],
         "attempts": selectors.attempts(view.task),
         "readiness": selectors.readiness(board, view.task),
         "priorities": Priority.choices,
@@ -450,13 +517,31 @@ def token_revoke_post(
     return redirect("tokens", slug=board.slug)
 
 
+NEW_INVITE_KEY = "kanban:new-invite"
+
+
 @board_access("members")
 def member_list(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResponse:
-    """The board's people and their roles, and its agents' roster (admins)."""
+    """The board's people and their roles, its open invites, and its agents' roster
+    (admins). A new invite's link is shown once, after a redirect, never cached."""
     error = ""
     if request.method == "POST":
         try:
-            if request.POST.get("remove"):
+            if request.POST.get("action") == "invite":
+                invite, raw = services.invite_create(
+                    board=board, role=request.POST.get("role", ""), actor=_person(request)
+                )
+                request.session[NEW_INVITE_KEY] = {
+                    "board": board.pk,
+                    "link": request.build_absolute_uri(reverse("invite", args=[raw])),
+                    "role": invite.get_role_display(),
+                    "expires": invite.expires_at.isoformat(),
+                }
+            elif request.POST.get("revoke_invite"):
+                services.invite_revoke(
+                    board=board, invite_id=request.POST["revoke_invite"], actor=_person(request)
+                )
+            elif request.POST.get("remove"):
                 services.member_remove(
                     board=board, username=request.POST["remove"], actor=_person(request)
                 )
@@ -475,14 +560,108 @@ def member_list(request: HtmxHttpRequest, board: Board, role: Role) -> HttpRespo
             error = exc.message
         else:
             return redirect("members", slug=board.slug)
+    shown = request.session.pop(NEW_INVITE_KEY, None)
     context = {
         "board": board,
         "members": Membership.objects.filter(board=board).select_related("user"),
         "roles": Role.choices,
         "agents": selectors.roster(board),
+        "invites": Invite.objects.filter(
+            board=board, used_at=None, revoked_at=None, expires_at__gt=timezone.now()
+        ).order_by("-created_at"),
+        "new_invite": shown if shown and shown.get("board") == board.pk else None,
         "error": error,
+        "username": request.POST.get("username", "") if error else "",
     }
-    return render(request, "boards/members.html", context, status=400 if error else 200)
+    response = render(request, "boards/members.html", context, status=400 if error else 200)
+    add_never_cache_headers(response)
+    return response
+
+
+class SignUpForm(forms.Form):
+    """A person's new account, from an invite: Django's username rules and the
+    project's password validators (``AUTH_PASSWORD_VALIDATORS``)."""
+
+    username = forms.CharField(
+        max_length=150,
+        validators=[UnicodeUsernameValidator()],
+        help_text="Letters, digits and @ . + - _ only; up to 150 characters.",
+        widget=forms.TextInput(attrs={"autocomplete": "username", "autofocus": True}),
+    )
+    password1 = forms.CharField(
+        label="Password",
+        strip=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
+        help_text=password_validation.password_validators_help_text_html(),
+    )
+    password2 = forms.CharField(
+        label="Password again",
+        strip=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
+    )
+
+    def clean_username(self) -> str:
+        username: str = self.cleaned_data["username"]
+        if get_user_model().objects.filter(username__iexact=username).exists():
+            raise forms.ValidationError(f"The username {username!r} is taken; choose another.")
+        return username
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        first, second = data.get("password1"), data.get("password2")
+        if first and second and first != second:
+            self.add_error("password2", "The two passwords differ.")
+        elif first:
+            person = get_user_model()(username=data.get("username", ""))
+            try:
+                password_validation.validate_password(first, person)
+            except forms.ValidationError as exc:
+                self.add_error("password1", exc)
+        return data
+
+
+@require_http_methods(["GET", "POST"])
+def invite_accept(request: HtmxHttpRequest, token: str) -> HttpResponse:
+    """An invite link: choose a username and password, and join its board with the role
+    the admin chose, logged in. A used, revoked or expired link is refused (410) with a
+    page that says so. The link's token is never sent to another site as a referrer
+    (``same-origin``: ``no-referrer`` would make the form's POST fail the CSRF origin check)."""
+    form = SignUpForm(request.POST if request.method == "POST" else None)
+    status = 200
+    try:
+        invite = services.invite_find(token)
+        services.invite_check(invite, timezone.now())
+        if request.method == "POST" and form.is_valid():
+            user = services.invite_accept(
+                token=token,
+                username=form.cleaned_data["username"],
+                password=form.cleaned_data["password1"],
+            )
+            login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+            messages.success(
+                request,
+                f"Welcome, {user.get_username()}: you are {invite.get_role_display().lower()} "
+                f"on {invite.board.name}.",
+            )
+            return redirect("board", slug=invite.board.slug)
+        if form.is_bound:
+            status = 400
+    except ServiceError as exc:
+        if exc.code == "username_taken":
+            form.add_error("username", exc.message)
+            status = 400
+        else:
+            response = render(
+                request, "boards/invite.html", {"refused": exc.message}, status=exc.status
+            )
+            response["Referrer-Policy"] = "same-origin"
+            add_never_cache_headers(response)
+            return response
+    context = {"invite": invite, "form": form}
+    response = render(request, "boards/invite.html", context, status=status)
+    response["Referrer-Policy"] = "same-origin"
+    add_never_cache_headers(response)
+    return response
 
 
 def _queued(board: Board, recipient: str) -> str:

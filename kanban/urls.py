@@ -17,6 +17,7 @@ urlpatterns = [
     # The admin's own login form would bypass the throttle: it uses the same view.
     path("admin/login/", ThrottledLoginView.as_view(), name="admin-login"),
     path("admin/", admin.site.urls),
+    path("invite/<str:token>/", views.invite_accept, name="invite"),
     path("boards/", views.board_list, name="board-list"),
     path("inbox/", views.inbox_page, name="inbox"),
     path("boards/<slug:slug>/", views.board_detail, name="board"),

@@ -389,6 +389,21 @@
     });
   }
 
+  // Esc beside the columns (a wide screen): the panel shows no task again and the focus
+  // goes back to the task's card. A sheet (a modal dialog) closes by itself on Esc.
+  function closeDetail() {
+    var detail = byId("detail");
+    var open = detail && detail.querySelector("[data-detail-task]");
+    if (!open) return false;
+    var sheet = detailSheet();
+    if (sheet && sheet.open) { sheet.close(); return true; }
+    var number = open.dataset.detailTask;
+    detail.innerHTML = placeholder;
+    var card = byId("task-" + number);
+    if (card) focusCard(card, { follow: true });
+    return true;
+  }
+
   // ---- Moving cards: drag and drop, and the Move menu -----------------------------------
 
   // Posts the new status. The answer (the task's panel) is shown beside the board as
@@ -577,6 +592,7 @@
       var search = byId("search");
       if (search) { event.preventDefault(); search.focus(); search.select(); }
     }
+    else if (key === "Escape") { if (closeDetail()) event.preventDefault(); }
     else if (key === "?") { event.preventDefault(); openHelp(); }
     else if (key === "a" || key === "A") { event.preventDefault(); focusFirstApproval(); }
   }

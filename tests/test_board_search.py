@@ -12,6 +12,7 @@ from django.test.utils import CaptureQueriesContext
 
 from boards import services
 from boards.models import Board, Membership, Role, Task
+from boards.selectors import COLUMN_PAGE
 from tests.conftest import Opener
 from tests.factories import make_board, make_task
 
@@ -94,24 +95,27 @@ def test_the_search_box_answers_htmx_with_the_columns_and_their_sequence(person_
 
 
 def test_show_more_keeps_to_the_search(person_client, board):
-    for n in range(205):
+    for n in range(2 * COLUMN_PAGE["pending"] + 10):
         make_task(board, f"Gizmo {n}" if n % 2 == 0 else f"Other {n}")
+    gizmos = COLUMN_PAGE["pending"] + 5
     html = person_client.get("/boards/team/?q=gizmo").content.decode()
-    assert len(cards(html)) == 103
-    assert count_text(html, "pending") == "103 of 205"
-    assert "more-pending" in html and "Show more" not in html
-    html = person_client.get("/boards/team/").content.decode()
-    more = re.search(r'hx-get="([^"]*columns/pending/[^"]*)"', html)
-    assert more and "q=" not in more.group(1)
-    for n in range(300):
-        make_task(board, f"Gizmo extra {n}")
-    html = person_client.get("/boards/team/?q=gizmo").content.decode()
+    assert len(cards(html)) == COLUMN_PAGE["pending"]
+    assert count_text(html, "pending") == f"{gizmos} of {2 * COLUMN_PAGE['pending'] + 10}"
     more = re.search(r'hx-get="([^"]*)"[^>]*hx-target="#cards-pending"', html)
     assert more, "a Show more button"
     url = more.group(1).replace("&amp;", "&")
     assert "q=gizmo" in url
     page = person_client.get(url).content.decode()
+    assert len(cards(page)) == 5
     assert all("Gizmo" in s for s in re.findall(r'card-subject">([^<]*)<', page))
+
+
+def test_the_label_filter_keeps_the_tasks_with_that_label(person_client, board):
+    make_task(board, "Fix the login", labels=["Bug"])
+    make_task(board, "Add a login page")
+    html = person_client.get("/boards/team/?label=bug&q=login").content.decode()
+    assert cards(html) == [1]
+    assert '<option value="bug" selected>' in html
 
 
 def test_the_board_page_costs_the_same_queries_filtered_at_100_and_5000_tasks(

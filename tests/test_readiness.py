@@ -49,6 +49,7 @@ def test_the_diamond_explains_itself_as_it_unblocks(alice, bob):
         "reason": "nothing blocks it: it can be claimed now",
         "chain": [],
         "movable": [],
+        "waitsForPerson": [],
     }
     assert readiness(alice, "1")["reason"] == "it is completed"
 
@@ -70,15 +71,64 @@ def test_a_five_level_chain_is_followed_to_the_task_that_can_move(alice, board):
     assert len(queries) < 40  # one query per level, not per task of the board
 
 
-def test_a_failed_blocker_is_named_as_a_dead_end(alice, board):
+def test_a_failed_blocker_is_named_as_a_dead_end_once_its_grace_is_over(alice, board):
+    board.failure_grace_seconds = 0
+    board.save()
     alice.create("Build")
     alice.create("Ship")
     alice.call("TaskUpdate", {"taskId": "2", "addBlockedBy": ["1"]})
     alice.call("TaskClaim", {"taskId": "1"})
     alice.call("TaskUpdate", {"taskId": "1", "status": "failed"})
     answer = readiness(alice, "2")
-    assert answer["reason"] == "waiting on #1 (failed: it will not complete by itself)"
+    assert answer["reason"] == (
+        "waiting on #1 (failed: it will not complete by itself; a person can retry #1, "
+        "go on without it, or cancel what waits on it)"
+    )
     assert answer["movable"] == []
+    assert answer["waitsForPerson"] == ["1"]
+    assert answer["chain"][0]["waitsForPerson"] is True
+
+
+def test_a_blocker_that_failed_within_the_grace_may_still_be_retried(alice, board):
+    alice.create("Build")
+    alice.create("Ship")
+    alice.call("TaskUpdate", {"taskId": "2", "addBlockedBy": ["1"]})
+    alice.call("TaskClaim", {"taskId": "1"})
+    alice.call("TaskUpdate", {"taskId": "1", "status": "failed"})
+    answer = readiness(alice, "2")
+    assert answer["reason"] == "waiting on #1 failed (attempt 1 of 3), may be retried"
+    assert answer["waitsForPerson"] == []
+    assert readiness(alice, "1")["reason"] == "it failed (attempt 1 of 3) and may be retried"
+
+
+def test_a_claimed_gated_task_waits_for_a_person_and_says_who_asked(alice, bob):
+    alice.create("Drop the legacy table", requiresApproval=True)
+    alice.create("Migrate the reports")
+    alice.call("TaskUpdate", {"taskId": "2", "addBlockedBy": ["1"]})
+    assert bob.call("TaskClaim", {"taskId": "1"}).status == 202
+    gated = readiness(alice, "1")
+    assert gated["ready"] is False
+    assert gated["reason"] == (
+        "it waits for a person's approval (asked by bob, who starts it once approved)"
+    )
+    assert gated["waitsForPerson"] == ["1"]
+    dependent = readiness(alice, "2")
+    assert dependent["reason"] == (
+        "waiting on #1, which waits for approval by a person (asked by bob)"
+    )
+    assert dependent["movable"] == []  # no agent can move #1 on: a person decides
+    assert dependent["waitsForPerson"] == ["1"]
+
+
+def test_a_cancelled_blocker_says_what_a_person_can_do(alice):
+    alice.create("Build")
+    alice.create("Ship")
+    alice.call("TaskUpdate", {"taskId": "2", "addBlockedBy": ["1"]})
+    alice.call("TaskUpdate", {"taskId": "1", "status": "cancelled"})
+    assert readiness(alice, "2")["reason"] == (
+        "waiting on #1 (cancelled: it will not complete by itself; a person can reopen #1, "
+        "go on without it, or cancel what waits on it)"
+    )
 
 
 def test_the_detail_panel_says_why_in_one_sentence(alice, person_client):

@@ -18,6 +18,7 @@ from boards import services
 from boards.errors import ServiceError
 from boards.models import Board, Dependency, Status, Task
 from boards.selectors import DEAD_ENDS, TERMINAL_STATUSES
+from boards.services.counts import recount
 from tests.conftest import AgentClient
 from tests.factories import make_board, make_token
 
@@ -168,6 +169,8 @@ def _derived(board: Board) -> dict[int, tuple[bool, bool]]:
 @pytest.mark.django_db
 def test_stored_flags_and_counters_always_equal_what_the_tasks_say():
     board = make_board("flags")
+    # No grace: a failed blocker is a dead end at once, as ``_derived`` reads it.
+    services.board_settings(board=board, actor="pat", failureGraceSeconds=0)
     make_token(board, "alice")
     rng = random.Random(13)
     for _ in range(300):
@@ -216,3 +219,4 @@ def test_stored_flags_and_counters_always_equal_what_the_tasks_say():
         for status in ("completed", "failed", "cancelled"):
             actual = Task.objects.filter(board=board, status=status).count()
             assert getattr(board, f"{status}_count") == actual, (action, status)
+        assert recount(board) == {}, action  # the kept open counts too

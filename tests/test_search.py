@@ -86,6 +86,12 @@ def test_search_composes_with_status_owner_blocked_parent_and_view(alice, bob):
     assert ids(search(alice, "widget", view="in_progress")) == ["2"]
 
 
+def test_search_composes_with_a_label(alice):
+    alice.create("Fix the login", labels=["bug"])
+    alice.create("Login page", labels=["feature"])
+    assert ids(search(alice, "login", label="BUG")) == ["1"]
+
+
 def test_search_pages_in_rank_order_with_a_cursor(alice):
     for n in range(7):
         alice.create(f"Sprocket {n}" if n % 2 else f"Other {n}", prompt="sprocket")

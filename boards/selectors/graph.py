@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
+
+from django.utils import timezone
 
 from ..activity import STATUS_NAMES
 from ..errors import InvalidInput, NotFound
 from ..models import (
     TERMINAL_STATUSES,
+    ApprovalState,
     Board,
     Dependency,
     Status,
     Task,
 )
-from ..rules import column_of
+from ..rules import column_of, gives_up, is_ready
 
 
 def cycle_through(edges: Iterable[tuple[int, int]]) -> list[int] | None:
@@ -69,87 +74,220 @@ def _path(graph: dict[int, set[int]], source: int, target: int) -> list[int] | N
 
 READINESS_MAX_TASKS = 500
 
+# What readiness reads of each task it reaches (``_Node``), as ``values_list`` names.
+_NODE_FIELDS = (
+    "number",
+    "status",
+    "owner",
+    "failures",
+    "completed_at",
+    "approval_required",
+    "approval_state",
+    "approval_requested_by",
+)
+
+
+@dataclass(frozen=True)
+class _Node:
+    """A task as readiness explains it."""
+
+    number: int
+    status: str
+    owner: str
+    failures: int
+    completed_at: datetime | None
+    approval_required: bool
+    approval_state: str
+    approval_requested_by: str
+
+    @property
+    def asked(self) -> bool:
+        """A claim on it waits for a person's approval (the owner is set on approval)."""
+        return self.status not in TERMINAL_STATUSES and self.approval_state == (
+            ApprovalState.REQUESTED
+        )
+
 
 def _status_words(status: str, owner: str) -> str:
     return f"{STATUS_NAMES.get(status, status).lower()}, {owner or 'unowned'}"
 
 
+def _dead_end_words(node: _Node, max_attempts: int) -> str:
+    """A blocker that will not complete by itself, and what a person can do about it."""
+    n = node.number
+    if node.status == Status.FAILED:
+        times = f" {node.failures} times" if node.failures >= max_attempts > 1 else ""
+        return (
+            f"#{n} (failed{times}: it will not complete by itself; a person can retry "
+            f"#{n}, go on without it, or cancel what waits on it)"
+        )
+    what = "denied" if node.approval_state == ApprovalState.DENIED else "cancelled"
+    return (
+        f"#{n} ({what}: it will not complete by itself; a person can reopen #{n}, "
+        f"go on without it, or cancel what waits on it)"
+    )
+
+
 def readiness(board: Board, task: Task) -> dict[str, Any]:
     """Why ``task`` is not ready: its unfinished blockers, down to the ones that can move
-    now, and the reason in one sentence.
+    now and the ones only a person can move (an approval asked, a failure past its
+    grace, a cancelled blocker), and the reason in one sentence.
 
     One query per level of the chain (each reads the blockers of the level before),
     at most ``READINESS_MAX_TASKS`` tasks.
     """
+    max_attempts = board.max_attempts
+    grace = timedelta(seconds=board.failure_grace_seconds)
+    now = timezone.now()
+    me = _Node(*(getattr(task, name) for name in _NODE_FIELDS))
+
+    def dead(node: _Node) -> bool:
+        return gives_up(
+            node.status,
+            node.failures,
+            node.completed_at,
+            max_attempts=max_attempts,
+            grace=grace,
+            now=now,
+        )
+
+    def used_up(node: _Node) -> bool:
+        return node.status == Status.PENDING and node.failures >= max_attempts
+
     if task.status in TERMINAL_STATUSES:
-        reason = f"it is {STATUS_NAMES[task.status].lower()}"
-        return {"ready": False, "reason": reason, "chain": [], "movable": []}
-    # blocker edges of every unfinished task reached: number -> [(number, status, owner)]
-    waits: dict[int, list[tuple[int, str, str]]] = {}
-    info: dict[int, tuple[str, str]] = {task.number: (task.status, task.owner)}
+        return {
+            "ready": False,
+            "reason": _finished_words(me, max_attempts, dead(me)),
+            "chain": [],
+            "movable": [],
+            "waitsForPerson": [],
+        }
+    # blocker edges of every unfinished task reached: number -> [blocker numbers]
+    waits: dict[int, list[int]] = {}
+    info: dict[int, _Node] = {task.number: me}
     level = [task.pk]
-    pk_of = {task.number: task.pk}
     while level and len(info) < READINESS_MAX_TASKS:
         rows = list(
             Dependency.objects.filter(task_id__in=level)
             .exclude(blocker__status=Status.COMPLETED)
-            .values_list(
-                "task__number", "blocker_id", "blocker__number", "blocker__status", "blocker__owner"
-            )
+            .values_list("task__number", "blocker_id", *(f"blocker__{f}" for f in _NODE_FIELDS))
         )
         level = []
-        for number, blocker_pk, blocker, status, owner in rows:
-            waits.setdefault(number, []).append((blocker, status, owner))
-            if blocker not in info:
-                info[blocker] = (status, owner)
-                pk_of[blocker] = blocker_pk
-                if status not in TERMINAL_STATUSES:
+        for number, blocker_pk, *values in rows:
+            node = _Node(*values)
+            waits.setdefault(number, []).append(node.number)
+            if node.number not in info:
+                info[node.number] = node
+                if node.status not in TERMINAL_STATUSES:
                     level.append(blocker_pk)
+
+    def for_person(node: _Node) -> bool:
+        """Only a person can move it on: an approval asked, a dead end, attempts used up."""
+        return node.asked or used_up(node) or dead(node)
+
     chain = [
         {
             "id": str(number),
-            "status": status,
-            "owner": owner,
-            "waitsOn": [str(b) for b, _, _ in sorted(waits.get(number, []))],
-            "canMove": status not in TERMINAL_STATUSES and not waits.get(number),
+            "status": node.status,
+            "owner": node.owner,
+            "waitsOn": [str(b) for b in sorted(waits.get(number, []))],
+            "canMove": node.status not in TERMINAL_STATUSES
+            and not waits.get(number)
+            and not for_person(node),
+            "waitsForPerson": for_person(node),
         }
-        for number, (status, owner) in sorted(info.items())
+        for number, node in sorted(info.items())
         if number != task.number
     ]
+    person = [c["id"] for c in chain if c["waitsForPerson"]]
     direct = sorted(waits.get(task.number, []))
     if not direct:
-        if task.status == Status.IN_PROGRESS:
-            reason = f"it is in progress with {task.owner or 'nobody'}"
-        else:
-            reason = "nothing blocks it: it can be claimed now"
         return {
-            "ready": task.status == Status.PENDING,
-            "reason": reason,
+            "ready": is_ready(task, False, max_attempts),
+            "reason": _unblocked_words(me, max_attempts),
             "chain": [],
             "movable": [],
+            "waitsForPerson": [str(task.number)] if for_person(me) else [],
         }
 
     def explain(number: int, seen: frozenset[int]) -> str:
-        status, owner = info[number]
-        if status in TERMINAL_STATUSES:
-            return f"#{number} ({STATUS_NAMES[status].lower()}: it will not complete by itself)"
+        node = info[number]
+        if node.status in TERMINAL_STATUSES:
+            if dead(node):
+                return _dead_end_words(node, max_attempts)
+            return f"#{number} failed (attempt {node.failures} of {max_attempts}), may be retried"
+        if node.asked:
+            return (
+                f"#{number}, which waits for approval by a person "
+                f"(asked by {node.approval_requested_by or 'an agent'})"
+            )
+        if used_up(node):
+            return (
+                f"#{number} (pending, failed {node.failures} times: a person can retry, "
+                "reassign or cancel it)"
+            )
+        gated = ""
+        if node.approval_required and node.approval_state != ApprovalState.APPROVED:
+            gated = ", needs approval to start"
+        head = f"#{number} ({_status_words(node.status, node.owner)}{gated})"
         below = sorted(waits.get(number, []))
-        head = f"#{number} ({_status_words(status, owner)})"
         if not below:
             return head + ", which waits on nothing"
         if number in seen or len(seen) > 8:
             return head + ", which waits on more"
-        first = below[0][0]
         rest = f" and {len(below) - 1} more" if len(below) > 1 else ""
-        return head + f", which waits on {explain(first, seen | {number})}{rest}"
+        return head + f", which waits on {explain(below[0], seen | {number})}{rest}"
 
-    parts = [explain(number, frozenset({task.number})) for number, _, _ in direct]
+    parts = [explain(number, frozenset({task.number})) for number in direct]
+    reason = "waiting on " + "; and on ".join(parts)
+    if me.asked:
+        reason += f"; and it waits for a person's approval (asked by {me.approval_requested_by})"
+        person.append(str(task.number))
     return {
         "ready": False,
-        "reason": "waiting on " + "; and on ".join(parts),
+        "reason": reason,
         "chain": chain,
         "movable": [c["id"] for c in chain if c["canMove"]],
+        "waitsForPerson": person,
     }
+
+
+def _finished_words(node: _Node, max_attempts: int, dead: bool) -> str:
+    """Why a finished task is not ready."""
+    if node.status == Status.FAILED:
+        if node.failures >= max_attempts:
+            return (
+                f"it failed {node.failures} times (the board allows {max_attempts}): "
+                "a person can retry it, reassign it or cancel it"
+            )
+        tries = f"attempt {node.failures} of {max_attempts}"
+        if dead:
+            return f"it failed ({tries}): a person can retry it"
+        return f"it failed ({tries}) and may be retried"
+    if node.status == Status.CANCELLED and node.approval_state == ApprovalState.DENIED:
+        return "it was denied by a person"
+    return f"it is {STATUS_NAMES[node.status].lower()}"
+
+
+def _unblocked_words(node: _Node, max_attempts: int) -> str:
+    """Why an unfinished task that waits on no other task is (or is not) ready."""
+    if node.asked:
+        return (
+            f"it waits for a person's approval (asked by {node.approval_requested_by}, "
+            "who starts it once approved)"
+        )
+    if node.status == Status.IN_PROGRESS:
+        return f"it is in progress with {node.owner or 'nobody'}"
+    if node.failures >= max_attempts:
+        return (
+            f"it failed {node.failures} times (the board allows {max_attempts}): "
+            "a person can retry it, reassign it or cancel it"
+        )
+    if node.owner:
+        return f"nothing blocks it: it waits for {node.owner} to start it"
+    if node.approval_required and node.approval_state != ApprovalState.APPROVED:
+        return "nothing blocks it: it can be claimed now, and a claim asks a person's approval"
+    return "nothing blocks it: it can be claimed now"
 
 
 GRAPH_MAX_NODES = 2000

@@ -55,12 +55,14 @@ def task_to_dict(view: TaskView, *, with_children: bool = False) -> dict:
         "notes": task.notes,
         "approval": approval_to_dict(task),
         "priority": task.get_priority_display(),
+        "labels": view.labels,
         "stuck": view.stuck,
         "stuckOn": [str(n) for n in view.stuck_on] if view.stuck else [],
         "attempt": task.attempts,
         "lease": {"expiresAt": iso(task.lease_expires_at)} if task.lease_expires_at else None,
         "needsAttention": view.needs_attention is not None,
         "attention": view.needs_attention,
+        "needs": task.needs or None,
         "usage": usage_dict(task),
         "version": task.version,
         "createdAt": iso(task.created_at),
@@ -102,6 +104,8 @@ def task_summary(view: TaskView) -> dict[str, Any]:
         data["approval"] = task.approval_state
     if task.priority != 2:
         data["priority"] = task.get_priority_display()
+    if view.labels:
+        data["labels"] = view.labels
     if view.stuck:
         data["stuckOn"] = [str(n) for n in view.stuck_on]
     if view.needs_attention:

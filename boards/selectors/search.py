@@ -125,9 +125,11 @@ class TaskFilter:
     owner: str | None = None
     status: str | None = None
     priority: int | None = None
+    label: str | None = None
 
     def __bool__(self) -> bool:
-        return any(v is not None for v in (self.terms, self.owner, self.status, self.priority))
+        chosen = (self.terms, self.owner, self.status, self.priority, self.label)
+        return any(v is not None for v in chosen)
 
     def apply(self, rows: QuerySet[Task]) -> QuerySet[Task]:
         if self.owner is not None:
@@ -136,6 +138,8 @@ class TaskFilter:
             rows = rows.filter(status=self.status)
         if self.priority is not None:
             rows = rows.filter(priority=self.priority)
+        if self.label is not None:
+            rows = rows.filter(label_rows__name=self.label.lower())
         if self.terms is not None:
             rows = search_matching(rows, self.terms)
         return rows

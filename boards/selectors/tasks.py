@@ -9,7 +9,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db.models import (
-    Count,
     ExpressionWrapper,
     F,
     IntegerField,
@@ -24,6 +23,7 @@ from ..models import (
     TERMINAL_STATUSES,
     Board,
     Dependency,
+    Label,
     Message,
     Status,
     Task,
@@ -79,6 +79,7 @@ class TaskView:
     # The status each blocker in ``stuck_on`` ended with ("failed" / "cancelled").
     dead_ends: dict[int, str] = field(default_factory=dict)
     max_attempts: int = 3
+    labels: list[str] = field(default_factory=list)
 
     @property
     def number(self) -> int:
@@ -170,6 +171,7 @@ def board_snapshot(board: Board) -> BoardSnapshot:
             task.parent = parent  # type: ignore[assignment]
             children.setdefault(task.parent_id, []).append(task.number)
     views: dict[int, TaskView] = {}
+    labels = labels_of(by_pk)
     for task in tasks:
         blockers = [by_pk[pk] for pk in blocked_by.get(task.pk, ()) if pk in by_pk]
         views[task.number] = TaskView(
@@ -181,6 +183,7 @@ def board_snapshot(board: Board) -> BoardSnapshot:
             stuck_on=sorted(b.number for b in blockers if b.status in DEAD_ENDS),
             dead_ends={b.number: b.status for b in blockers if b.status in DEAD_ENDS},
             max_attempts=board.max_attempts,
+            labels=labels.get(task.pk, []),
         )
     return BoardSnapshot(board=board, views=views)
 
@@ -206,6 +209,7 @@ def task_views(
         if with_children
         else ()
     )
+    labels = labels_of(pks)
     children: dict[int, list[int]] = {}
     for parent_pk, number in child_rows:
         children.setdefault(parent_pk, []).append(number)
@@ -227,8 +231,18 @@ def task_views(
             stuck_on=sorted(bn for bn, bs in blockers if bs in DEAD_ENDS),
             dead_ends={bn: bs for bn, bs in blockers if bs in DEAD_ENDS},
             max_attempts=board.max_attempts,
+            labels=labels.get(task.pk, []),
         )
     return views
+
+
+def labels_of(pks: Iterable[int]) -> dict[int, list[str]]:
+    """Each task's labels, sorted (one query)."""
+    found: dict[int, list[str]] = {}
+    rows = Label.objects.filter(task_id__in=list(pks)).order_by("name")
+    for task_pk, name in rows.values_list("task_id", "name"):
+        found.setdefault(task_pk, []).append(name)
+    return found
 
 
 def task_view(board: Board, number: int) -> TaskView:
@@ -315,6 +329,7 @@ def task_list(
     owner: str | None = None,
     blocked: bool | None = None,
     parent_id: int | None = None,
+    label: str | None = None,
     tree: bool = False,
 ) -> tuple[list[TaskView], BoardSnapshot]:
     snapshot = board_snapshot(board)
@@ -326,6 +341,7 @@ def task_list(
         and (owner is None or v.task.owner == owner)
         and (blocked is None or v.blocked == blocked)
         and (parent_id is None or view_parent_number(v.task) == parent_id)
+        and (label is None or label.lower() in v.labels)
     ]
     if tree:
         selected = tree_order(selected)
@@ -379,6 +395,7 @@ def task_page(
     owner: str | None = None,
     blocked: bool | None = None,
     parent_id: int | None = None,
+    label: str | None = None,
     tree: bool = False,
     limit: int = LIST_LIMIT_DEFAULT,
     cursor: str | None = None,
@@ -407,6 +424,8 @@ def task_page(
         )
     if parent_id is not None:
         rows = rows.filter(parent__number=parent_id, parent__board=board)
+    if label is not None:
+        rows = rows.filter(label_rows__name=label.lower())
     if query is not None:
         return search_page(board, rows, search_terms(query), limit=limit, cursor=cursor, tree=tree)
     total = rows.count()
@@ -417,7 +436,12 @@ def task_page(
     # ordered by the bare column, SQLite's planner walks (board, number) through the whole
     # history instead. All tasks, or all finished ones, are walked in number order.
     one_status = status is not None or view in ("in_progress", "ready")
-    selective = view in ("open", "blocked", "stuck") or owner is not None or parent_id is not None
+    selective = (
+        view in ("open", "blocked", "stuck", "needs_person")
+        or owner is not None
+        or parent_id is not None
+        or label is not None
+    )
     order: Any = "number" if one_status or not selective else _UNINDEXED_NUMBER
     numbers = list(
         rows.filter(number__gt=after).order_by(order).values_list("number", flat=True)[: limit + 1]
@@ -461,9 +485,10 @@ def search_page(
     return TaskPage(views, total, next_cursor, matches)
 
 
-# How many cards a column shows at first (and per "show more"): Completed shows the most
-# recently finished, the open columns the lowest numbers.
-COLUMN_PAGE = {"pending": 200, "in_progress": 200, "blocked": 200, "completed": 50}
+# How many cards a column shows at first (and per "show more"): about two screens of a
+# laptop (a card is ~70 px tall), so a backlog of thousands costs the page what a small
+# board does. Completed shows the most recently finished, the open columns the lowest numbers.
+COLUMN_PAGE = {"pending": 30, "in_progress": 30, "blocked": 30, "completed": 20}
 
 
 def _column_rows(board: Board, key: str) -> QuerySet[Task]:
@@ -530,56 +555,25 @@ def unread_count(board: Board, agent: str) -> int:
 
 
 def board_counts(board: Board) -> dict[str, int]:
-    """The counts of TaskList and the header, whatever the board's history: open tasks
-    grouped from their stored flags, finished ones from the board's counters."""
-    counts = dict.fromkeys(COUNT_KEYS, 0)
-    rows = (
-        Task.objects.filter(board=board)
-        .unfinished()
-        .order_by()
-        .values_list("status", "blocked", "stuck")
-        .annotate(n=Count("pk"))
-    )
-    for status, blocked, stuck, n in rows:
-        if status == Status.PENDING:
-            counts["blocked" if blocked else "pending"] += n
-        else:
-            counts[status] += n
-        if stuck:
-            counts["stuck"] += n
-    finished = Board.objects.filter(pk=board.pk).values_list(
-        "completed_count", "failed_count", "cancelled_count"
-    )
-    counts["completed"], counts["failed"], counts["cancelled"] = finished.get()
-    counts["ready"] = Task.objects.filter(board=board).ready(board.max_attempts).order_by().count()
-    return counts
+    """The counts of TaskList and the header, whatever the board's size: the counters the
+    unit of work keeps on the board (open ones and finished ones), in one query."""
+    fields = [f"{key}_count" for key in COUNT_KEYS]
+    values = Board.objects.filter(pk=board.pk).values_list(*fields).get()
+    return dict(zip(COUNT_KEYS, values, strict=True))
 
 
 def board_progress(boards: Iterable[Board]) -> dict[int, dict[str, int]]:
-    """Tasks in all, completed and stuck, per board: open tasks grouped, finished ones
-    counted."""
-    boards = list(boards)
-    open_counts: dict[int, int] = {}
-    stuck_counts: dict[int, int] = {}
-    rows = (
-        Task.objects.filter(board__in=boards)
-        .unfinished()
-        .order_by()
-        .values_list("board", "stuck")
-        .annotate(n=Count("id"))
-    )
-    for board_id, stuck, n in rows:
-        open_counts[board_id] = open_counts.get(board_id, 0) + n
-        if stuck:
-            stuck_counts[board_id] = n
+    """Tasks in all, completed and stuck, per board, from the counters each board keeps."""
     return {
         b.pk: {
-            "total": open_counts.get(b.pk, 0)
+            "total": b.pending_count
+            + b.blocked_count
+            + b.in_progress_count
             + b.completed_count
             + b.failed_count
             + b.cancelled_count,
             "done": b.completed_count,
-            "stuck": stuck_counts.get(b.pk, 0),
+            "stuck": b.stuck_count,
         }
         for b in boards
     }

@@ -40,7 +40,15 @@ from .hooks import (
 from .leases import heartbeat as task_heartbeat
 from .leases import renew as leases_renew
 from .leases import sweep as leases_sweep
-from .members import member_remove, member_set
+from .members import (
+    invite_accept,
+    invite_check,
+    invite_create,
+    invite_find,
+    invite_revoke,
+    member_remove,
+    member_set,
+)
 from .messages import inbox_read, message_send
 from .tasks import (
     task_batch,
@@ -84,6 +92,11 @@ __all__ = [
     "gate_rules_default",
     "go_on_without",
     "inbox_read",
+    "invite_accept",
+    "invite_check",
+    "invite_create",
+    "invite_find",
+    "invite_revoke",
     "leases_renew",
     "leases_sweep",
     "member_remove",

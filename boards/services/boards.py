@@ -13,7 +13,7 @@ from .. import numbers
 from ..errors import Conflict, InvalidInput
 from ..models import Board, Task
 from . import hooks
-from .work import Outcome, text, unit_of_work
+from .work import KEPT_FIELDS, Outcome, text, unit_of_work
 
 SLUG_MAX = 64
 
@@ -46,6 +46,8 @@ def board_reset(*, board: Board, actor: str) -> Outcome:
         Task.objects.filter(board=work.board).delete()
         work.board.task_counter = 0
         work.board.completed_count = work.board.failed_count = work.board.cancelled_count = 0
+        for field in KEPT_FIELDS.values():
+            setattr(work.board, field, 0)
         work.reset = True
         work.record("reset", None)
     return Outcome(None, work.changes)
@@ -117,6 +119,11 @@ def board_settings(*, board: Board, actor: str, **values: Any) -> Board:
             )
         if changed:
             work.record("settings", None, fields=changed)
+        if "maxAttempts" in changed:
+            # Which pending tasks are ready depends on it: every open task is counted again.
+            work.recheck.update(
+                Task.objects.filter(board=work.board).unfinished().values_list("pk", flat=True)
+            )
     for public in ints:
         setattr(board, SETTINGS[public][0], getattr(work.board, SETTINGS[public][0]))
     board.budget_usd = work.board.budget_usd

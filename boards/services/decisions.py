@@ -101,12 +101,18 @@ def reopen(
     *, board: Board, person: str, task_id: str | int, note: str = "", approver: bool = True
 ) -> Outcome:
     """Back to pending (a retry, or a reopen of cancelled or denied work): its attempts
-    counted afresh, its last owner told."""
+    counted afresh, unowned, its result kept in its attempts (``lifecycle.set_status``),
+    its last owner told."""
     note = text("note", note or "", NOTE_MAX)
     with unit_of_work(board, person, person=True, approver=approver) as work:
         task = work.task(task_id)
         owner = task.owner
-        _update(work, task, {"status": Status.PENDING})
+        if task.status == Status.PENDING and task.failures:
+            # Pending with its attempts used up (its leases lapsed): they count afresh.
+            failures, task.failures = task.failures, 0
+            work.save_task(task, "updated", fields={"failures": {"from": failures, "to": 0}})
+        else:
+            _update(work, task, {"status": Status.PENDING})
         _tell(work, task, owner, "set back to pending", note)
     return Outcome(task.number, work.changes)
 

@@ -192,6 +192,8 @@ def set_status(work: Work, task: Task, status: str) -> dict[str, Any]:
     reopened = task.status in TERMINAL_STATUSES and status not in TERMINAL_STATUSES
     if work.person and status == Status.PENDING:
         task.failures = 0  # a person's retry: the task gets its attempts back
+        if reopened:
+            diff.update(_hand_back(task))
     task.status = status
     task.completed_at = work.now if status in TERMINAL_STATUSES else None
     task.lead_seconds = (
@@ -199,6 +201,27 @@ def set_status(work: Work, task: Task, status: str) -> dict[str, Any]:
     )
     if reopened:
         diff.update(_clear_approval(work, task, "reopened"))
+    return diff
+
+
+def _hand_back(task: Task) -> dict[str, Any]:
+    """A person's retry or reopen of finished work: it goes back to any agent, unowned
+    and without a result; the attempts keep who tried and what each gave (the last
+    attempt takes the result when it has none of its own, e.g. a result written after it
+    ended; a result no attempt can hold stays on the task). Agents retrying their own
+    work keep it."""
+    diff: dict[str, Any] = {}
+    if task.owner:
+        diff["owner"] = {"from": task.owner, "to": ""}
+        task.owner = ""
+    if task.result:
+        last = Attempt.objects.filter(task=task).order_by("-n").first()
+        if last is None or last.result not in ("", task.result):
+            return diff
+        if not last.result:
+            Attempt.objects.filter(pk=last.pk).update(result=task.result)
+        diff["result"] = {"from": shown(task.result), "to": ""}
+        task.result = ""
     return diff
 
 

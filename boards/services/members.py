@@ -1,16 +1,24 @@
-"""Board membership: who among people may see and act on a board, and as what."""
+"""Board membership: who among people may see and act on a board, and as what; and
+invites, the one-time links that sign a person with no account up as a member."""
 
 from __future__ import annotations
+
+import secrets
+from datetime import timedelta
+from typing import Any
 
 from django.contrib.auth import get_user_model
 
 from .. import events
-from ..errors import InvalidInput, NotFound
-from ..models import Board, Membership, Role
+from ..errors import Conflict, Gone, InvalidInput, NotFound
+from ..models import Board, Invite, Membership, Role, hash_token
 from .work import text, unit_of_work
 
 # Django's username column; text() also refuses NUL, which PostgreSQL cannot even compare.
 USERNAME_MAX = 150
+INVITE_DAYS_DEFAULT = 7
+INVITE_DAYS_MAX = 30
+INVITE_PREFIX = "inv_"
 
 
 def member_set(*, board: Board, username: str, role: str, actor: str) -> Membership:
@@ -20,7 +28,10 @@ def member_set(*, board: Board, username: str, role: str, actor: str) -> Members
         raise InvalidInput(f"role: one of {', '.join(Role.values)}", field="role")
     user = get_user_model().objects.filter(username=username).first()
     if user is None:
-        raise NotFound(f"No person called {username[:150]!r}", code="user_not_found")
+        raise NotFound(
+            f"No person called {username[:150]!r}; invite them with a link instead",
+            code="user_not_found",
+        )
     current = Membership.objects.filter(board=board, user=user).first()
     if current is not None and current.role == role:
         return current  # nothing changes: no event
@@ -44,3 +55,116 @@ def member_remove(*, board: Board, username: str, actor: str) -> None:
         membership.delete()
         work.record("member", None, person=username, role=None)
         events.access_changed(user_id=membership.user_id, board_id=work.board.pk)
+
+
+def _role(role: str) -> str:
+    if role not in Role.values:
+        raise InvalidInput(f"role: one of {', '.join(Role.values)}", field="role")
+    return role
+
+
+def invite_create(
+    *, board: Board, role: str, actor: str, days: int = INVITE_DAYS_DEFAULT
+) -> tuple[Invite, str]:
+    """A one-time link for a person with no account to join the board as ``role``,
+    valid for ``days``. Returns the invite and its raw token, which is never stored
+    (only its hash): the caller shows it once."""
+    role = _role(role)
+    if not isinstance(days, int) or not 1 <= days <= INVITE_DAYS_MAX:
+        raise InvalidInput(f"days: a whole number from 1 to {INVITE_DAYS_MAX}", field="days")
+    raw = INVITE_PREFIX + secrets.token_urlsafe(32)
+    with unit_of_work(board, actor, person=True) as work:
+        invite = Invite.objects.create(
+            board=work.board,
+            role=role,
+            token_hash=hash_token(raw),
+            prefix=raw[:10],
+            created_by=actor,
+            created_at=work.now,
+            expires_at=work.now + timedelta(days=days),
+        )
+        work.record("invite", None, action="created", role=role, prefix=invite.prefix)
+    return invite, raw
+
+
+def invite_revoke(*, board: Board, invite_id: Any, actor: str) -> Invite:
+    """Revoke an unused invite: its link is refused from now on."""
+    with unit_of_work(board, actor, person=True) as work:
+        invite = (
+            Invite.objects.select_for_update()
+            .filter(board=work.board, pk=_invite_pk(invite_id))
+            .first()
+        )
+        if invite is None:
+            raise NotFound("No such invite on this board", code="invite_not_found")
+        if invite.used_at is not None:
+            raise Conflict(f"That invite was already used by {invite.used_by}", code="invite_used")
+        if invite.revoked_at is None:
+            invite.revoked_at = work.now
+            invite.save(update_fields=["revoked_at"])
+            work.record("invite", None, action="revoked", role=invite.role, prefix=invite.prefix)
+    return invite
+
+
+def _invite_pk(value: Any) -> int:
+    if isinstance(value, int) or (isinstance(value, str) and value.isascii() and value.isdigit()):
+        number = int(value)
+        if 0 < number < 2**31:
+            return number
+    raise NotFound("No such invite on this board", code="invite_not_found")
+
+
+def invite_find(token: str) -> Invite:
+    """The invite a link's token names (404 when none; ``invite_check`` says whether it
+    can still be used)."""
+    invite = (
+        Invite.objects.select_related("board").filter(token_hash=hash_token(token or "")).first()
+        if isinstance(token, str) and token.startswith(INVITE_PREFIX)
+        else None
+    )
+    if invite is None:
+        raise NotFound("This invite link is not valid. Ask for a new one.", code="invite_not_found")
+    return invite
+
+
+def invite_check(invite: Invite, now: Any) -> None:
+    """Refuse (410) an invite that was used, revoked, or has expired at ``now``."""
+    if invite.used_at is not None:
+        raise Gone(
+            "This invite link was already used; each link signs up one person once. "
+            "Log in, or ask the board's admin for a new link.",
+            code="invite_used",
+        )
+    if invite.revoked_at is not None:
+        raise Gone("This invite link was revoked. Ask for a new one.", code="invite_revoked")
+    if invite.expires_at <= now:
+        raise Gone("This invite link has expired. Ask for a new one.", code="invite_expired")
+
+
+def invite_accept(*, token: str, username: str, password: str) -> Any:
+    """Sign a person up through an invite: a new account with ``username`` and
+    ``password`` (checked by the sign-up form: Django's username rules and password
+    validators), a member of the invite's board with its role, the invite used.
+
+    The invite is read again locked, so of two people opening one link at once only the
+    first signs up; the other is refused (410) as for a used link. Returns the user.
+    """
+    username = text("username", username, USERNAME_MAX, required=True)
+    invite = invite_find(token)
+    with unit_of_work(invite.board, username, person=True) as work:
+        invite = Invite.objects.select_for_update().get(pk=invite.pk)
+        invite_check(invite, work.now)
+        users = get_user_model()
+        if users.objects.filter(username__iexact=username).exists():
+            raise Conflict(
+                f"The username {username!r} is taken; choose another", code="username_taken"
+            )
+        user = users.objects.create_user(username=username, password=password)
+        Membership.objects.create(board=work.board, user=user, role=invite.role)
+        invite.used_at = work.now
+        invite.used_by = username
+        invite.save(update_fields=["used_at", "used_by"])
+        work.record("invite", None, action="accepted", role=invite.role, prefix=invite.prefix)
+        work.record("member", None, person=username, role=invite.role)
+        events.access_changed(user_id=user.pk)
+    return user

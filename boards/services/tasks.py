@@ -11,6 +11,7 @@ from ..errors import Conflict, InvalidInput
 from ..models import PRIORITY_BY_NAME, Board, Message, Priority, Status, Task
 from ..selectors import task_to_dict, task_view
 from . import agents, costs, graph, lifecycle
+from . import labels as task_labels
 from .work import (
     LONG_TEXT_MAX,
     NAME_MAX,
@@ -85,6 +86,7 @@ def _create(
     prompt: str = "",
     requires_approval: bool = False,
     priority: str | None = None,
+    labels: Sequence[str] = (),
 ) -> Task:
     work.board.task_counter += 1
     task = Task.objects.create(
@@ -99,6 +101,8 @@ def _create(
         approval_required=requires_approval,
         priority=priority_value(priority),
     )
+    if labels:
+        task_labels.apply(work, task, set_to=labels)
     work.created.add(task.number)
     work.record("created", task.number, subject=task.subject)
     work.change("created", task.number)
@@ -119,6 +123,7 @@ def task_create(
     prompt: str = "",
     requires_approval: bool = False,
     priority: str | None = None,
+    labels: Sequence[str] = (),
 ) -> Outcome:
     """Create a pending task numbered from the board's high-water mark.
 
@@ -135,6 +140,7 @@ def task_create(
             prompt=prompt,
             requires_approval=requires_approval,
             priority=priority,
+            labels=labels,
         )
         graph.link(work, task, blocked_by=blocked_by, blocks=blocks, parent_id=parent_id)
     return Outcome(task.number, work.changes)
@@ -181,6 +187,16 @@ def _update(
             if value != getattr(task, name):
                 diff[public] = {"from": shown(getattr(task, name)), "to": shown(value)}
                 setattr(task, name, value)
+
+    diff.update(
+        task_labels.apply(
+            work,
+            task,
+            set_to=fields.get("labels"),
+            add=fields.get("add_labels") or (),
+            remove=fields.get("remove_labels") or (),
+        )
+    )
 
     if fields.get("metadata") is not None:
         merged = merge_metadata(task.metadata, fields["metadata"])
@@ -242,6 +258,7 @@ def _update(
 def _delete(work: Work, task: Task) -> None:
     lifecycle.check_lease(work, task)
     lifecycle.check_delete(work, task)
+    work.uncount(task)
     for child in Task.objects.filter(parent=task):
         Task.objects.filter(pk=child.pk).update(
             parent=None, version=F("version") + 1, updated_at=work.now
@@ -282,6 +299,9 @@ def task_update(
     priority: str | None = None,
     expected_version: int | None = None,
     usage: Mapping[str, Any] | None = None,
+    labels: Sequence[str] | None = None,
+    add_labels: Sequence[str] = (),
+    remove_labels: Sequence[str] = (),
 ) -> Outcome:
     """Change any of a task's fields; ``status="deleted"`` deletes it.
 
@@ -308,6 +328,9 @@ def task_update(
         "priority": priority,
         "expected_version": expected_version,
         "usage": usage,
+        "labels": labels,
+        "add_labels": add_labels,
+        "remove_labels": remove_labels,
     }
     if parent_id is not UNSET:
         fields["parent_id"] = parent_id
@@ -409,6 +432,7 @@ def _batch_create(work: Work, index: int, op: Mapping[str, Any], refs: dict[str,
         prompt=op.get("prompt") or "",
         requires_approval=bool(op.get("requires_approval")),
         priority=op.get("priority"),
+        labels=op.get("labels") or (),
     )
     ref = op.get("ref")
     if ref:

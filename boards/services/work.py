@@ -16,13 +16,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from .. import events
 from ..activity import NEEDS_ATTENTION, status_to
 from ..errors import InvalidInput, NotFound
 from ..models import Board, Event, FlowDay, Reason, Task
+from ..rules import KEPT_COUNTS, count_delta, counted_bits
 from ..selectors import cycle_through, derive_flags, parse_task_id
 from . import outbox
 
@@ -32,6 +33,8 @@ FINISHED_COUNTERS = {
     "failed": "failed_count",
     "cancelled": "cancelled_count",
 }
+# The board's kept open counts (``rules.KEPT_COUNTS``), by field.
+KEPT_FIELDS = {key: f"{key}_count" for key in KEPT_COUNTS}
 SUBJECT_MAX = 200
 NAME_MAX = 100
 LONG_TEXT_MAX = 100_000
@@ -175,6 +178,43 @@ class Work:
                 if field:
                     setattr(self.board, field, max(0, getattr(self.board, field) + delta))
 
+    def uncount(self, task: Task) -> None:
+        """A task about to be deleted leaves the kept counts."""
+        self._move_counts(task.counted, 0)
+
+    def _move_counts(self, before: int, after: int) -> None:
+        for key, delta in count_delta(before, after).items():
+            field = KEPT_FIELDS[key]
+            setattr(self.board, field, max(0, getattr(self.board, field) + delta))
+
+    def _count_open(self) -> None:
+        """Move the board's kept counts by what the tasks this work changed now add to them
+        (their bits, ``rules.counted_bits``, against the bits last counted)."""
+        rows = (
+            Task.objects.filter(board=self.board)
+            .filter(Q(pk__in=self.recheck) | Q(number__in=self.touched))
+            .order_by()
+            .values_list(
+                "pk", "status", "blocked", "stuck", "needs", "failures", "approval_state", "counted"
+            )
+        )
+        regroup: dict[int, list[int]] = {}
+        for pk, status, blocked, stuck, needs, failures, approval, before in rows:
+            after = counted_bits(
+                status=status,
+                blocked=blocked,
+                stuck=stuck,
+                needs=needs,
+                failures=failures,
+                approval_state=approval,
+                max_attempts=self.board.max_attempts,
+            )
+            if after != before:
+                self._move_counts(before, after)
+                regroup.setdefault(after, []).append(pk)
+        for bits, pks in regroup.items():
+            Task.objects.filter(pk__in=pks).update(counted=bits)
+
     def _count_flow(self) -> None:
         """Today's arrivals into each status (and creations): the board's flow metrics."""
         tally: dict[str, int] = {}
@@ -255,6 +295,8 @@ class Work:
             self._store_flags()
         if self.status_before:
             self._count_finished()
+        if not self.reset:
+            self._count_open()
         Event.objects.bulk_create(self.events)
         self._count_flow()
         outbox.record(self.board, self.events)
@@ -264,6 +306,7 @@ class Work:
             updated_at=self.now,
             spent_usd=self.board.spent_usd,
             **{field: getattr(self.board, field) for field in FINISHED_COUNTERS.values()},
+            **{field: getattr(self.board, field) for field in KEPT_FIELDS.values()},
         )
         events.publish(
             self.board,

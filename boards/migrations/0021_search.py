@@ -15,6 +15,6 @@ def backwards(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("boards", "0017_needs_person")]
+    dependencies = [("boards", "0020_invites")]
 
     operations = [migrations.RunPython(forwards, backwards, elidable=False)]
