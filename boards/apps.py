@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
 
 
 class BoardsConfig(AppConfig):
@@ -11,6 +12,8 @@ class BoardsConfig(AppConfig):
         #   changes, in any process that changes users (the admin site, a shell);
         # - delivery: it sends the webhook deliveries a write records, in any process that
         #   writes (a server, a command, a shell); the outbox wakes it after commit.
-        from . import delivery, events  # noqa: F401
+        from . import delivery, events, fulltext  # noqa: F401
 
         delivery.install()
+        # SQLite's search triggers go with a table a migration rebuilds: put them back.
+        post_migrate.connect(fulltext.after_migrate, sender=self)

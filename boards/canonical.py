@@ -22,7 +22,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.conf import settings
 
-from . import selectors, services
+from . import fulltext, selectors, services
 from .answers import (
     BatchAnswer,
     HeartbeatAnswer,
@@ -130,12 +130,21 @@ def handle_task_list(caller: Caller, data: TaskListInput) -> Answer:
         "nextCursor": page.next_cursor,
     }
     if data.format == "text":
-        body["text"] = selectors.tasks_as_text(page.views)
+        body["text"] = selectors.tasks_as_text(page.views, matches=_matches(page))
     elif data.detail:
         body["tasks"] = [selectors.task_to_dict(v) for v in page.views]
     else:
         body["tasks"] = [selectors.task_summary(v) for v in page.views]
+    if data.query is not None and "tasks" in body:
+        matches = _matches(page)
+        for task in body["tasks"]:
+            task["match"] = matches.get(int(task["id"]), "")
     return Answer(body)
+
+
+def _matches(page: selectors.TaskPage) -> dict[int, str]:
+    """A search's snippets with the matched words in **bold**."""
+    return {n: fulltext.highlighted(s, "**", "**") for n, s in page.matches.items()}
 
 
 @tool(

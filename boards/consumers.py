@@ -13,12 +13,14 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.contrib.auth import get_user_model
+from django.http import QueryDict
 from django.template.loader import render_to_string
 from django.utils.html import format_html, format_html_join
 
 from . import events, numbers, permissions
-from .models import Board
-from .rendering import header_context, header_parts, inbox_parts
+from .filters import BoardFilter, board_filter
+from .models import Board, Task
+from .rendering import filtered_count_parts, header_context, header_parts, inbox_parts
 
 # Close codes in the 4xxx range make the browser's extension give up instead of reconnecting.
 CLOSE_UNAUTHENTICATED = 4401
@@ -70,6 +72,7 @@ class PersonSocket(AsyncWebsocketConsumer):
 
     user_id: int
     ended = False
+    chosen: BoardFilter | None = None
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)
@@ -140,7 +143,12 @@ class BoardConsumer(PersonSocket):
         await self.catch_up(board)
 
     async def catch_up(self, board: Board) -> None:
-        query = parse_qs(self.scope.get("query_string", b"").decode(errors="replace"))
+        raw = self.scope.get("query_string", b"").decode(errors="replace")
+        query = parse_qs(raw)
+        # The page's search and filters, which its socket URL carries: cards they no longer
+        # keep are taken off the page, counts say how many they keep.
+        chosen = board_filter(QueryDict(raw))
+        self.chosen = chosen if chosen.filter else None
         since = numbers.spelled(query.get("seq", [""])[0], numbers.SEQ_DIGITS)
         if since is None:
             since = -1
@@ -160,9 +168,41 @@ class BoardConsumer(PersonSocket):
             self.header_sent = {key: (since, html) for key, html in parts.items()}
             return None
         if since < 0 or since > board.last_seq:
-            return events.render_update(board.pk, (), full=True)
+            return self._rendered(events.render_update(board.pk, (), full=True, chosen=self.chosen))
         numbers, full = events.missed_numbers(board, since)
-        return events.render_update(board.pk, numbers, full=full)
+        return self._rendered(
+            events.render_update(board.pk, numbers, full=full, chosen=self.chosen)
+        )
+
+    def _rendered(self, message: dict) -> dict:
+        message["filtered"] = True  # its full board (if any) already keeps to the filters
+        return message
+
+    def _kept(self, message: dict) -> dict:
+        """A board update as this socket's filters show it: the full board re-rendered with
+        them, a card they no longer keep deleted instead of placed, their counts."""
+        board = Board.objects.filter(pk=self.board_id).first()
+        if board is None or self.chosen is None:
+            return message
+        kept = dict(message)
+        if message.get("full") and not message.get("filtered"):
+            kept["full"] = events.render_update(board.pk, (), full=True, chosen=self.chosen)["full"]
+        cards = message.get("cards") or {}
+        if cards:
+            rows = Task.objects.filter(board=board, number__in=[int(n) for n in cards])
+            keep = set(self.chosen.filter.apply(rows).values_list("number", flat=True))
+            kept["cards"] = {
+                n: html if int(n) in keep else f'<div id="task-{n}" hx-swap-oob="delete"></div>'
+                for n, html in cards.items()
+            }
+        if cards or message.get("header"):
+            # A changed card may enter or leave the filters without the board's own counts
+            # changing: the counts they keep go with every card (sent only when changed).
+            kept["header"] = {
+                **(message.get("header") or {}),
+                **filtered_count_parts(board, self.chosen.filter),
+            }
+        return kept
 
     async def access_changed(self, message: dict) -> None:
         """Its person was taken off a board, or their account deactivated or deleted: the
@@ -186,6 +226,8 @@ class BoardConsumer(PersonSocket):
         label = message["seq"]
         if message.get("events") and label <= self.floor:
             return  # (a push without events, the roster or a lease renewal, has no seq of its own)
+        if self.chosen is not None:
+            message = await database_sync_to_async(self._kept)(message)
         parts = []
         if message.get("full"):
             parts.append(message["full"])

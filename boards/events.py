@@ -40,6 +40,7 @@ from django.dispatch import receiver
 from django.http import HttpRequest
 
 from .activity import describe, signal_of
+from .filters import BoardFilter
 from .models import Board, Event, Status, Task
 from .rendering import board_fragments
 
@@ -331,10 +332,16 @@ async def _bounded_group_send(layer: Any, group: str, message: dict) -> None:
 
 
 def render_update(
-    board_id: int, numbers: Iterable[int], *, full: bool = False, header: bool = True
+    board_id: int,
+    numbers: Iterable[int],
+    *,
+    full: bool = False,
+    header: bool = True,
+    chosen: BoardFilter | None = None,
 ) -> dict:
-    """Render the fragments that bring a browser's board up to date for ``numbers``."""
-    fragments = board_fragments(board_id, numbers, full=full, header=header)
+    """Render the fragments that bring a browser's board up to date for ``numbers`` (a
+    full re-render keeps to the filters ``chosen``)."""
+    fragments = board_fragments(board_id, numbers, full=full, header=header, chosen=chosen)
     return {"type": "board.update", **fragments}
 
 

@@ -13,7 +13,8 @@ from typing import Any
 from django.template.loader import render_to_string
 
 from . import clients, selectors
-from .models import Board, Status
+from .filters import BoardFilter
+from .models import Board, Label, Status, Task
 
 COLUMN_TITLES = {
     "pending": "Pending",
@@ -34,22 +35,33 @@ def stale_agents(roster: list[dict[str, Any]]) -> dict[str, str]:
     return {row["name"]: row["state"] for row in roster if row["stale"]}
 
 
-def board_context(board: Board) -> dict[str, Any]:
+def board_context(board: Board, chosen: BoardFilter | None = None) -> dict[str, Any]:
     """Everything the full board page shows: each column's first cards, exact counts.
 
     The cost does not grow with the board's history: columns are pages
     (``selectors.COLUMN_PAGE``) with a "show more", counts come from the header's
-    grouped queries.
+    grouped queries. With filters ``chosen`` (the search box and the filters), each
+    column holds only the cards they keep and its count says how many of how many.
     """
+    filters = chosen.filter if chosen else None
     # The sequence is read before the tasks, so the page is at least as new as it says.
     seq = Board.objects.filter(pk=board.pk).values_list("last_seq", flat=True).get()
     header = header_context(board)
+    shown = filtered_counts(board, filters) if filters else {}
     columns = []
     shown_owners: set[str] = set()
     for col in header["columns"]:
-        views, more = selectors.column_page(board, col["key"])
+        views, more = selectors.column_page(board, col["key"], filters=filters)
         shown_owners.update(v.task.owner for v in views if v.task.owner)
-        columns.append({**col, "views": views, "more": more})
+        columns.append(
+            {
+                **col,
+                "views": views,
+                "more": more,
+                "shown": shown.get(col["key"], 0),
+                "filtered": bool(filters),
+            }
+        )
     roster = header["roster"]
     return {
         **header,
@@ -58,6 +70,32 @@ def board_context(board: Board) -> dict[str, Any]:
         "columns": columns,
         "stale": stale_agents(roster),
         "owners": sorted(shown_owners | {r["name"] for r in roster}),
+        "labels": list(
+            Label.objects.filter(board=board)
+            .order_by("name")
+            .values_list("name", flat=True)
+            .distinct()
+        ),
+        "filter": chosen,
+    }
+
+
+def filtered_counts(board: Board, filters: selectors.TaskFilter) -> dict[str, int]:
+    """Each column's cards that ``filters`` keep."""
+    return selectors.filtered_column_counts(filters.apply(Task.objects.filter(board=board)))
+
+
+def filtered_count_parts(board: Board, filters: selectors.TaskFilter) -> dict[str, str]:
+    """The columns' counts as a filtered board shows them ("12 of 2,001"), by element id:
+    a socket with filters sends these instead of the board's own."""
+    shown = filtered_counts(board, filters)
+    columns = header_columns(selectors.board_counts(board))
+    return {
+        f"count-{col['key']}": render_to_string(
+            "boards/board.html#count",
+            {"oob": True, "col": {**col, "shown": shown[col["key"]], "filtered": True}},
+        )
+        for col in columns
     }
 
 
@@ -78,12 +116,6 @@ def header_context(board: Board) -> dict[str, Any]:
     total = sum(
         counts[k] for k in ("pending", "blocked", "in_progress", "completed", "failed", "cancelled")
     )
-    column_counts = {
-        "pending": counts["pending"],
-        "in_progress": counts["in_progress"],
-        "blocked": counts["blocked"],
-        "completed": counts["completed"] + counts["failed"] + counts["cancelled"],
-    }
     roster = selectors.roster(board)
     sessions = {row["name"]: row["session"] for row in roster if row["session"] is not None}
     return {
@@ -91,24 +123,34 @@ def header_context(board: Board) -> dict[str, Any]:
         "counts": counts,
         "total": total,
         "done": counts["completed"],
-        "columns": [
-            {
-                "key": key,
-                "title": title,
-                "count": column_counts[key],
-                "holds": _holds(key, counts),
-                # A column a person should look at first (a phone opens on it).
-                "problem": (key == "completed" and counts["failed"] > 0)
-                or (key == "blocked" and counts["stuck"] > 0),
-            }
-            for key, title in COLUMN_TITLES.items()
-        ],
+        "columns": header_columns(counts),
         "needs": selectors.needs_you([board]),
         "sent": selectors.sent_messages(board),
         "roster": roster,
         "doing": clients.doing_by_agent(sessions),
         "oob": True,
     }
+
+
+def header_columns(counts: dict[str, int]) -> list[dict[str, Any]]:
+    column_counts = {
+        "pending": counts["pending"],
+        "in_progress": counts["in_progress"],
+        "blocked": counts["blocked"],
+        "completed": counts["completed"] + counts["failed"] + counts["cancelled"],
+    }
+    return [
+        {
+            "key": key,
+            "title": title,
+            "count": column_counts[key],
+            "holds": _holds(key, counts),
+            # A column a person should look at first (a phone opens on it).
+            "problem": (key == "completed" and counts["failed"] > 0)
+            or (key == "blocked" and counts["stuck"] > 0),
+        }
+        for key, title in COLUMN_TITLES.items()
+    ]
 
 
 def header_parts(context: dict[str, Any]) -> dict[str, str]:
@@ -127,7 +169,12 @@ def header_parts(context: dict[str, Any]) -> dict[str, str]:
 
 
 def board_fragments(
-    board_id: int, numbers: Iterable[int], *, full: bool = False, header: bool = True
+    board_id: int,
+    numbers: Iterable[int],
+    *,
+    full: bool = False,
+    header: bool = True,
+    chosen: BoardFilter | None = None,
 ) -> dict[str, Any]:
     """Fragments that bring an open board up to date for the given task numbers.
 
@@ -137,7 +184,7 @@ def board_fragments(
     """
     board = Board.objects.get(pk=board_id)
     if full:
-        page = board_context(board)
+        page = board_context(board, chosen)
         page["oob"] = True
         body = render_to_string("boards/board.html#board-body", page)
         return {"seq": page["seq"], "full": body, "cards": {}, "header": {}}

@@ -221,11 +221,14 @@ class TaskListInput(CanonicalInput):
     """List the board's tasks with counts. Use view 'ready' to find work you can claim now, 'open'
     for everything unfinished, 'blocked' / 'in_progress' / 'done' for the rest; filter by
     status, owner, blocked or parentId; tree: true orders sub-tasks under their parent with a
-    depth. format 'text' gives one compact line per task ('#2. [ ] Write tests  blocked by:
-    #1'), cheaper to read than JSON. Tasks are summaries (id, subject, status, blocked, owner,
-    blockedBy…; detail: true for full tasks, or TaskGet) in pages of limit (default 100) in id
-    order: when nextCursor is not null, call again with cursor: nextCursor for the rest. total
-    counts every match; counts are the whole board's."""
+    depth. query searches the tasks' text (subject, description, notes, result, prompt) and
+    composes with every filter: results come best match first, each with a match snippet
+    (matched words in **bold**). format 'text' gives one compact line per task ('#2. [ ] Write
+    tests  blocked by: #1'), cheaper to read than JSON. Tasks are summaries (id, subject,
+    status, blocked, owner, blockedBy…; detail: true for full tasks, or TaskGet) in pages of
+    limit (default 100), in id order (a search: in rank order, paged by position): when
+    nextCursor is not null, call again with the same input and cursor: nextCursor for the
+    rest. total counts every match; counts are the whole board's."""
 
     view: Literal[
         "all", "open", "ready", "blocked", "stuck", "in_progress", "done", "needs_person"
@@ -242,6 +245,12 @@ class TaskListInput(CanonicalInput):
     blocked: StrictBool | None = None
     parent_id: TaskId | None = None
     label: LabelName | None = Field(None, description="Only tasks with this label.")
+    query: Annotated[str, StringConstraints(max_length=200)] | None = Field(
+        None,
+        description="Words to find in the tasks' text; each word also matches longer words "
+        'it starts ("migr" finds "migration"), every word must be found. Operators and '
+        "punctuation are ignored. At most 200 characters.",
+    )
     tree: StrictBool = Field(False, description="Order depth-first by parent, with a depth field.")
     format: Literal["json", "text"] = Field(
         "json",

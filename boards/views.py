@@ -26,11 +26,13 @@ from django.utils.cache import add_never_cache_headers, patch_vary_headers
 from django.utils.html import escape
 from django.utils.timesince import timesince
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import push_url
 from django_htmx.middleware import HtmxDetails
 
 from . import charts, clients, gates, metrics, numbers, permissions, selectors, services, tools
 from .activity import SIGNALS
 from .errors import InvalidInput, NotFound, ServiceError, error_body
+from .filters import board_filter
 from .models import (
     TERMINAL_STATUSES,
     Agent,
@@ -130,11 +132,33 @@ def inbox_page(request: HtmxHttpRequest) -> HttpResponse:
 @require_GET
 @board_access("view")
 def board_detail(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResponse:
-    context = board_context(board)
-    context["can"] = permissions.capabilities(role)
-    context["notify_kinds"] = selectors.notify_kinds(board, request.user)
-    context["signals"] = SIGNALS
-    return render(request, "boards/board.html", context)
+    """The board, its columns kept to the search and filters in the query string; to the
+    search box (htmx) only the columns, their counts and the page's sequence, which its
+    socket continues from. A search that cannot be made answers 400 and says why."""
+    chosen = board_filter(request.GET)
+    status = 400 if chosen.error else 200
+    if request.htmx and not request.htmx.history_restore_request:
+        if chosen.error:
+            response = render(
+                request,
+                "boards/board.html#filter-error",
+                {"filter": chosen, "oob": True},
+                status=400,
+            )
+            return push_url(response, False)
+        context = board_context(board, chosen)
+        response = render(request, "boards/board.html#filtered", context)
+        # The address to share: the filters in use, none left empty.
+        address = reverse("board", args=[board.slug])
+        push_url(response, f"{address}?{chosen.query}" if chosen.query else address)
+    else:
+        context = board_context(board, chosen)
+        context["can"] = permissions.capabilities(role)
+        context["notify_kinds"] = selectors.notify_kinds(board, request.user)
+        context["signals"] = SIGNALS
+        response = render(request, "boards/board.html", context, status=status)
+    patch_vary_headers(response, ["HX-Request"])
+    return response
 
 
 def _first_actions(view: selectors.TaskView, role: Role) -> list[dict[str, Any]]:
@@ -795,15 +819,20 @@ def gate_rules(request: HtmxHttpRequest, board: Board, role: Role) -> HttpRespon
 @require_GET
 @board_access("view")
 def board_column(request: HtmxHttpRequest, board: Board, role: Role, key: str) -> HttpResponse:
-    """The next cards of a column ("show more"), appended in place by htmx."""
+    """The next cards of a column ("show more"), appended in place by htmx (kept to the
+    board's search and filters, which the button's URL carries)."""
+    chosen = board_filter(request.GET)
     try:
-        views, more = selectors.column_page(board, key, request.GET.get("cursor") or None)
+        views, more = selectors.column_page(
+            board, key, request.GET.get("cursor") or None, filters=chosen.filter
+        )
     except ServiceError as exc:
         raise Http404(exc.message) from exc
     context = {
         "board": board,
         "col": {"key": key, "views": views, "more": more},
         "stale": stale_agents(selectors.roster(board)),
+        "filter": chosen,
     }
     return render(request, "boards/board.html#column-page", context)
 

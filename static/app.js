@@ -1,5 +1,5 @@
 // Agent Kanban board behaviour: keeps columns in number order, catches up on reconnect,
-// filters by owner, drags cards between columns, and flags agents that went quiet; on a
+// searches and filters (on the server, the socket reopened to keep to them), drags cards between columns, and flags agents that went quiet; on a
 // phone shows one column at a time (tabs) and the details as a sheet; moves cards from
 // the keyboard (a menu on each card, shortcut keys); announces pushed changes politely.
 (function () {
@@ -44,11 +44,20 @@
     if (active && active !== document.activeElement && active.isConnected) active.focus({ preventScroll: true });
   }
 
+  // The search and filters the columns show now (the page's query string, as the server
+  // read it): the socket carries them, so pushes keep to them.
+  function currentFilter() {
+    var el = byId("board-filter");
+    return el ? el.dataset.query || "" : "";
+  }
+
   function socketUrl() {
     var el = board();
     var seq = byId("board-seq");
     var scheme = location.protocol === "https:" ? "wss://" : "ws://";
-    return scheme + location.host + "/ws/boards/" + el.dataset.slug + "/?seq=" + (seq ? seq.dataset.seq : "");
+    var filter = currentFilter();
+    return scheme + location.host + "/ws/boards/" + el.dataset.slug + "/?seq=" + (seq ? seq.dataset.seq : "") +
+      (filter ? "&" + filter : "");
   }
 
   // ---- Announcements: one polite live region, one summary per burst of pushes ----------
@@ -119,26 +128,49 @@
     document.documentElement.dataset.live = state;
     el.dataset.state = state;
     el.textContent = state === "live" ? "● live" : "○ reconnecting…";
-    if (state === "down" && liveState === "live") announce("Live updates lost; reconnecting.");
-    if (state === "live" && liveState === "down") announce("Live updates are back.");
+    // A socket reopened for new filters is no loss worth announcing.
+    if (!refiltering) {
+      if (state === "down" && liveState === "live") announce("Live updates lost; reconnecting.");
+      if (state === "live" && liveState === "down") announce("Live updates are back.");
+    }
     liveState = state;
   }
 
-  function applyFilter() {
-    var select = byId("owner-filter");
-    var style = byId("owner-filter-style");
-    if (!select) return;
-    if (!style) {
-      style = document.createElement("style");
-      style.id = "owner-filter-style";
-      document.head.appendChild(style);
-    }
-    var owner = select.value;
-    var rule = owner
-      ? '#board .card:not([data-owner="' + CSS.escape(owner) + '"]) { display: none; }'
-      : "";
-    // Rewriting an unchanged style sheet would restyle the whole page on every push.
-    if (style.textContent !== rule) style.textContent = rule;
+  // ---- Search and filters (the server filters the columns) ------------------------------
+
+  // The form asks the server (htmx, hx-push-url) for the columns as the filters keep them,
+  // with the sequence they were read at. Meanwhile, and until the socket is reopened with
+  // the new filters from that sequence, pushes for the old ones are dropped: the new
+  // socket's catch-up brings what they carried.
+  var boardConnection = null;
+  var socketFilter = null;
+  var filtering = 0;
+  var refiltering = false;
+
+  function reopenSocket() {
+    if (!boardConnection || !boardConnection.socket) return;
+    refiltering = true;
+    boardConnection.url = socketUrl();
+    // Closed by the page, the extension reconnects by itself (to socketUrl()) once told that
+    // a normal closure is one to reconnect after (the server ends for good with 44xx).
+    var codes = boardConnection.config.reconnectCodes;
+    [1000, 1005].forEach(function (code) { if (codes.indexOf(code) < 0) codes.push(code); });
+    boardConnection.socket.close();
+  }
+
+  function setUpFilters() {
+    var form = byId("board-filters");
+    if (!form) return;
+    form.addEventListener("htmx:before:request", function () { filtering++; });
+    form.addEventListener("htmx:finally:request", function () {
+      filtering = Math.max(0, filtering - 1);
+      if (!filtering) reopenSocket();
+    });
+    // Back and forward: the page at that address, as the server filters it.
+    document.addEventListener("htmx:before:history:restore", function (event) {
+      event.preventDefault();
+      location.reload();
+    });
   }
 
   // ---- Column tabs (phones) -------------------------------------------------------------
@@ -567,7 +599,11 @@
       } else card = null;
       if (card) { event.preventDefault(); return; }
     }
-    if (key === "Escape") { if (closeDetail()) event.preventDefault(); }
+    if (key === "/") {
+      var search = byId("search");
+      if (search) { event.preventDefault(); search.focus(); search.select(); }
+    }
+    else if (key === "Escape") { if (closeDetail()) event.preventDefault(); }
     else if (key === "?") { event.preventDefault(); openHelp(); }
     else if (key === "a" || key === "A") { event.preventDefault(); focusFirstApproval(); }
   }
@@ -586,10 +622,15 @@
   // The board's own socket (#board); the header's inbox count has a socket of its own.
   function boardSocket(event) { return !!board() && event.target === board(); }
   document.addEventListener("htmx:ws:before:connection", function (event) {
-    if (boardSocket(event)) event.detail.connection.url = socketUrl();
+    if (!boardSocket(event)) return;
+    event.detail.connection.url = socketUrl();
+    socketFilter = currentFilter();
   });
   document.addEventListener("htmx:ws:after:connection", function (event) {
-    if (boardSocket(event)) setLive("live");
+    if (!boardSocket(event)) return;
+    boardConnection = event.detail.connection;
+    setLive("live");
+    refiltering = false;
   });
   document.addEventListener("htmx:ws:close", function (event) {
     if (boardSocket(event)) setLive("down");
@@ -597,7 +638,11 @@
   // A pushed "Needs you" list (the board's strip, the inbox) replaces its inputs: keep
   // what a person was typing there.
   var typed = null;
-  document.addEventListener("htmx:ws:before:message:incoming", function () {
+  document.addEventListener("htmx:ws:before:message:incoming", function (event) {
+    if (boardSocket(event) && (filtering || socketFilter !== currentFilter())) {
+      event.detail.cancelled = true;
+      return;
+    }
     rememberFocus();
     typed = {};
     document.querySelectorAll(".needs [data-need] input[name=note]").forEach(function (input) {
@@ -628,6 +673,7 @@
     if (!boardSocket(event)) return;
     // A visible-again tab reconnects without before:connection, so keep the URL current.
     event.detail.connection.url = socketUrl();
+    socketFilter = currentFilter();
     syncTabCounts();
     collectEvents();
     var open = document.querySelector("#detail [data-detail-task]");
@@ -669,7 +715,7 @@
     setUpMenu();
     new MutationObserver(function () { sortColumns(); showLeases(); syncTabCounts(); })
       .observe(el, { childList: true, subtree: true });
-    byId("owner-filter").addEventListener("change", applyFilter);
+    setUpFilters();
     setUpTabs();
     setUpDetail();
     setUpDragAndDrop();

@@ -46,6 +46,13 @@ from .present import (
     tasks_as_text,
     usage_dict,
 )
+from .search import (
+    TaskFilter,
+    filtered_column_counts,
+    search_matching,
+    search_ranked,
+    search_snippets,
+)
 from .tasks import (
     COLUMN_PAGE,
     COLUMNS,
@@ -93,6 +100,7 @@ __all__ = [
     "BoardSnapshot",
     "Flags",
     "Item",
+    "TaskFilter",
     "TaskPage",
     "TaskView",
     "activity_actors",
@@ -110,6 +118,7 @@ __all__ = [
     "derive_flags",
     "encode_cursor",
     "event_json",
+    "filtered_column_counts",
     "graph",
     "iso",
     "labels_of",
@@ -119,6 +128,9 @@ __all__ = [
     "parse_task_id",
     "readiness",
     "roster",
+    "search_matching",
+    "search_ranked",
+    "search_snippets",
     "sent_messages",
     "task_history",
     "task_list",

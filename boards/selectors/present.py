@@ -124,8 +124,9 @@ STATUS_MARKS: dict[str, str] = {
 }
 
 
-def tasks_as_text(views: list[TaskView]) -> str:
-    """Seed 004's compact rendering: ``#2. [ ] Write tests  blocked by: #1``."""
+def tasks_as_text(views: list[TaskView], matches: dict[int, str] | None = None) -> str:
+    """Seed 004's compact rendering: ``#2. [ ] Write tests  blocked by: #1`` (a search's
+    lines end with where the task matched: ``  match: …``)."""
     lines = []
     for v in views:
         indent = "  " * (v.depth or 0)
@@ -138,6 +139,8 @@ def tasks_as_text(views: list[TaskView]) -> str:
             line += f"  ({v.task.status})"
         if v.task.approval_state == ApprovalState.REQUESTED:
             line += "  (awaiting approval)"
+        if matches and matches.get(v.number):
+            line += "  match: " + " ".join(matches[v.number].split())
         lines.append(line)
     return "\n".join(lines)
 

@@ -18,6 +18,7 @@ from django.db.models import (
 
 from ..activity import needs_sentence
 from ..errors import InvalidInput, NotFound
+from ..fulltext import Terms, search_terms
 from ..models import (
     TERMINAL_STATUSES,
     Board,
@@ -30,6 +31,7 @@ from ..models import (
 from ..numbers import id_number, spelled
 from ..rules import column_of, gives_up, in_view, is_ready, needs_of
 from ..states import DEAD_ENDS, UNFINISHED
+from .search import TaskFilter, search_matching, search_ranked, search_snippets
 
 COLUMNS = ("pending", "in_progress", "blocked", "completed")
 
@@ -349,22 +351,25 @@ def task_list(
 LIST_LIMIT_DEFAULT = 100
 
 
-def encode_cursor(number: int) -> str:
-    return base64.urlsafe_b64encode(f"after:{number}".encode()).decode().rstrip("=")
+def encode_cursor(number: int, kind: str = "after") -> str:
+    """A page's continuation: ``after`` a task number, or (a search, in rank order) the
+    ``rank`` position the next page starts at."""
+    return base64.urlsafe_b64encode(f"{kind}:{number}".encode()).decode().rstrip("=")
 
 
-def decode_cursor(cursor: str) -> int:
+def decode_cursor(cursor: str, kind: str = "after") -> int:
     """The number a cursor continues after; an unreadable cursor is the caller's mistake."""
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        kind, _, number = raw.partition(":")
+        given, _, number = raw.partition(":")
         after = spelled(number)
-        if kind != "after" or after is None:
+        if given != kind or after is None:
             raise ValueError(raw)
         return after
     except (ValueError, UnicodeDecodeError) as exc:
         raise InvalidInput(
-            "cursor: not a cursor this server gave out; start again without one",
+            "cursor: not a cursor this server gave out for this list (a search's cursor "
+            "continues that search only); start again without one",
             field="cursor",
         ) from exc
 
@@ -378,6 +383,8 @@ class TaskPage:
     views: list[TaskView]
     total: int
     next_cursor: str | None
+    # A search's page: where each task matched (number → snippet with fulltext's marks).
+    matches: dict[int, str] = field(default_factory=dict)
 
 
 def task_page(
@@ -392,12 +399,17 @@ def task_page(
     tree: bool = False,
     limit: int = LIST_LIMIT_DEFAULT,
     cursor: str | None = None,
+    query: str | None = None,
 ) -> TaskPage:
     """One page of the board's tasks in number order, filtered in SQL.
 
     The cost is the page's, not the board's: the filters use the stored status,
     blocked and stuck columns, and the page continues after the cursor's number,
     so tasks created while an agent pages arrive on a later page, never twice.
+
+    With a ``query`` (``fulltext.search_terms``), only the tasks whose text holds every
+    word, best match first, each with its snippet; its pages follow the rank order by
+    position (``search_page``).
     """
     rows = Task.objects.filter(board=board).view(view, board.max_attempts).order_by()
     if status is not None:
@@ -414,6 +426,8 @@ def task_page(
         rows = rows.filter(parent__number=parent_id, parent__board=board)
     if label is not None:
         rows = rows.filter(label_rows__name=label.lower())
+    if query is not None:
+        return search_page(board, rows, search_terms(query), limit=limit, cursor=cursor, tree=tree)
     total = rows.count()
     after = decode_cursor(cursor) if cursor else 0
     # Number order, but by which index: one status (a view of one status, or status=) is
@@ -442,6 +456,35 @@ def task_page(
     return TaskPage(views, total, next_cursor)
 
 
+def search_page(
+    board: Board,
+    rows: QuerySet[Task],
+    terms: Terms,
+    *,
+    limit: int,
+    cursor: str | None,
+    tree: bool = False,
+) -> TaskPage:
+    """A page of the ``rows`` that match, in rank order. The cursor is the position the
+    next page starts at: a rank is no key to continue after (it changes with the text), so
+    a task whose text changes while an agent pages may move to another page."""
+    matching = search_matching(rows, terms)
+    total = matching.count()
+    offset = decode_cursor(cursor, "rank") if cursor else 0
+    ranked = search_ranked(rows, terms, limit=limit + 1, offset=offset)
+    more = len(ranked) > limit
+    ranked = ranked[:limit]
+    snippets = search_snippets([pk for pk, _ in ranked], terms)
+    numbers = [number for _, number in ranked]
+    found = task_views(board, numbers, with_children=False)
+    views = [found[n] for n in numbers if n in found]
+    if tree:
+        views = tree_order(views)
+    next_cursor = encode_cursor(offset + limit, "rank") if more else None
+    matches = {number: snippets.get(pk, "") for pk, number in ranked}
+    return TaskPage(views, total, next_cursor, matches)
+
+
 # How many cards a column shows at first (and per "show more"): about two screens of a
 # laptop (a card is ~70 px tall), so a backlog of thousands costs the page what a small
 # board does. Completed shows the most recently finished, the open columns the lowest numbers.
@@ -456,13 +499,16 @@ def _column_rows(board: Board, key: str) -> QuerySet[Task]:
 
 
 def column_page(
-    board: Board, key: str, cursor: str | None = None
+    board: Board, key: str, cursor: str | None = None, filters: TaskFilter | None = None
 ) -> tuple[list[TaskView], str | None]:
-    """A column's next cards after ``cursor`` (the last card shown), and the cursor for more."""
+    """A column's next cards after ``cursor`` (the last card shown), and the cursor for more;
+    only those ``filters`` keep (the board's search and filters), in the column's order."""
     if key not in COLUMN_PAGE:
         raise NotFound(f"No column {key[:20]!r}", code="column_not_found")
     limit = COLUMN_PAGE[key]
     rows = _column_rows(board, key)
+    if filters:
+        rows = filters.apply(rows)
     if cursor:
         after = decode_cursor(cursor)
         last = Task.objects.filter(board=board, number=after).first()
