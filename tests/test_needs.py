@@ -4,6 +4,7 @@ decisions that answer each item, with the note reaching the agent concerned."""
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -309,3 +310,24 @@ def test_the_message_box_lists_sent_messages_unread_until_the_agent_reads_them(
     assert "use staging" in sent() and "sent--unread" in sent()
     assert alice.call("InboxRead", {"ack": True}).status == 200
     assert "sent--read" in sent() and "sent--unread" not in sent()
+
+
+def test_failed_work_that_needs_a_person_is_pinned_first_in_completed_with_retry(
+    alice, board, person_client
+):
+    alice.create("Build")  # 1
+    alice.create("Ship", blockedBy=["1"])  # 2
+    fail(alice, "1")
+    for n in range(3):  # finished later: by time alone they would come first
+        number = alice.create(f"Done {n}")["id"]
+        alice.call("TaskClaim", {"taskId": number})
+        alice.call("TaskUpdate", {"taskId": number, "status": "completed"})
+    services.needs_sweep(now=later(board))
+
+    html = person_client.get("/boards/team/").content.decode()
+    column = html[html.index('id="cards-completed"') :]
+    first = column.index('data-task-id="')
+    assert column[first : first + 16] == 'data-task-id="1"'
+    card = column[first : column.index("</article>", first)]
+    assert "/tasks/1/retry/" in card and "Retry #1" in card
+    assert re.search(r'id="holds-completed"[^>]*> · 3 done, 1 failed<', html)

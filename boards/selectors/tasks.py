@@ -64,6 +64,10 @@ def board_get(slug: str) -> Board:
     return board
 
 
+# Added to a pinned card's sort key: ahead of every unpinned one (timestamps in ms).
+PINNED_AHEAD = 10**14
+
+
 @dataclass
 class TaskView:
     """A task with its relations resolved to public numbers."""
@@ -111,7 +115,9 @@ class TaskView:
         """Where the card stands in its column: open columns by number; Completed the most
         recently finished first (the page sorts cards by this, pushed ones too)."""
         if self.column == "completed" and self.task.completed_at is not None:
-            return -int(self.task.completed_at.timestamp() * 1000)
+            finished = -int(self.task.completed_at.timestamp() * 1000)
+            # Finished work a person must decide on (failed, stranded) is pinned on top.
+            return finished - PINNED_AHEAD if self.task.needs else finished
         return self.task.number
 
     @property
@@ -521,12 +527,20 @@ def column_page(
             rows = rows.filter(number__gt=after)
         else:
             rows = rows.none()
-    numbers = list(rows.values_list("number", flat=True)[: limit + 1])
-    more = len(numbers) > limit
-    numbers = numbers[:limit]
+    pinned: list[int] = []
+    if key == "completed":
+        # Finished work that needs a person comes first, all of it on the first page (a
+        # few, by the partial index on needs); the rest follows by finish time.
+        if not cursor:
+            pinned = list(rows.exclude(needs="").values_list("number", flat=True)[:limit])
+        rows = rows.filter(needs="")
+    rest = list(rows.values_list("number", flat=True)[: limit - len(pinned) + 1])
+    more = len(rest) > limit - len(pinned)
+    rest = rest[: limit - len(pinned)]
+    numbers = pinned + rest
     found = task_views(board, numbers, with_children=False)
     views = [found[n] for n in numbers if n in found]
-    return views, (encode_cursor(numbers[-1]) if more and numbers else None)
+    return views, (encode_cursor(rest[-1]) if more and rest else None)
 
 
 def tree_order(views: list[TaskView]) -> list[TaskView]:
