@@ -601,7 +601,13 @@
     }
     if (key === "/") {
       var search = byId("search");
-      if (search) { event.preventDefault(); search.focus(); search.select(); }
+      if (search) {
+        event.preventDefault();
+        // On a phone the search box sits in the header's menu: open it first.
+        if (!shown(search)) openMenu(true);
+        search.focus();
+        search.select();
+      }
     }
     else if (key === "Escape") { if (closeDetail()) event.preventDefault(); }
     else if (key === "?") { event.preventDefault(); openHelp(); }
@@ -703,10 +709,16 @@
     var tools = byId("board-tools");
     if (!toggle || !tools) return;
     toggle.addEventListener("click", function () {
-      var open = toggle.getAttribute("aria-expanded") !== "true";
-      toggle.setAttribute("aria-expanded", open ? "true" : "false");
-      tools.classList.toggle("board-tools--open", open);
+      openMenu(toggle.getAttribute("aria-expanded") !== "true");
     });
+  }
+
+  function openMenu(open) {
+    var toggle = document.querySelector("[data-board-menu]");
+    var tools = byId("board-tools");
+    if (!toggle || !tools) return;
+    toggle.setAttribute("aria-expanded", open ? "true" : "false");
+    tools.classList.toggle("board-tools--open", open);
   }
 
   function start() {

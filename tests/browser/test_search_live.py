@@ -31,6 +31,13 @@ def on_page(page: Page, number: str):
     return page.locator(f'#board [data-task-id="{number}"]')
 
 
+def show_filters(page: Page) -> None:
+    """On a phone the filters sit in the header's menu: open it (a page load closes it)."""
+    toggle = page.locator("[data-board-menu]")
+    if toggle.is_visible() and toggle.get_attribute("aria-expanded") != "true":
+        toggle.click()
+
+
 def expect_cards(page: Page, present: list[str], absent: list[str]) -> None:
     for number in present:
         expect(on_page(page, number)).to_have_count(1)
@@ -60,6 +67,7 @@ def test_search_and_filters_compose_survive_reload_and_history_and_follow_pushes
     expect(page.locator("#count-pending")).to_have_text("2 of 4")
     wait_live(page)
 
+    show_filters(page)
     page.locator("#priority-filter").select_option("high")
     expect(page).to_have_url(re.compile(r"\?q=migr&priority=high$"))
     expect_cards(page, ["3"], ["1", "2", "4"])
@@ -94,6 +102,7 @@ def test_search_and_filters_compose_survive_reload_and_history_and_follow_pushes
     expect_cards(page, ["5"], ["6"])
 
     # Cleared, everything is back, and pushes show every card again.
+    show_filters(page)
     page.locator("#search").fill("")
     page.locator("#priority-filter").select_option("")
     expect(page).to_have_url(re.compile(r"/boards/[^/]+/(\?)?$"))
@@ -107,6 +116,7 @@ def test_search_and_filters_compose_survive_reload_and_history_and_follow_pushes
 def test_a_search_that_cannot_be_made_says_why(pages: Screens, live_board: LiveBoard):
     live_board.agent("alice").create("Anything")
     page = pages.open()
+    show_filters(page)
     page.locator("#search").fill('"*()"')
     expect(page.locator("#filter-error")).to_contain_text("nothing to search for")
     expect_cards(page, ["1"], [])
