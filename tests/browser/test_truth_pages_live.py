@@ -174,3 +174,47 @@ def test_an_empty_board_offers_to_connect_an_agent_or_run_the_demo(
     expect(offer).to_contain_text(f"python manage.py demo --board {live_board.slug} --url http")
     live_board.agent().create("The first task")
     expect(offer).to_be_hidden()
+
+
+@pytest.mark.parametrize("screen", SCREENS, ids=IDS)
+def test_counts_agree_and_failed_work_is_first_in_completed_with_retry(
+    screens: Screens, live_board: LiveBoard, cluster: Cluster, screen: ViewportSize
+):
+    # No grace: a failure that work waits on needs a person at once.
+    cluster.manage(
+        "shell",
+        "-c",
+        "from boards import services\nfrom boards.models import Board\n"
+        f"services.board_settings(board=Board.objects.get(slug={live_board.slug!r}), "
+        "actor='pat', failureGraceSeconds=0)\n",
+    )
+    agent = live_board.agent("worker-1")
+    done = [agent.create(f"Finished {n}") for n in range(3)]
+    for number in done:
+        agent.claim(number)
+        agent.update(number, status="completed")
+    failed = agent.create("Load test")
+    agent.create("Publish the results", blockedBy=[failed])
+    agent.claim(failed)
+    agent.update(failed, status="failed", result="Timed out")
+    agent.create("Later work")
+    page = screens.open(screen=screen)
+    expect(page.locator("#needs [data-reason='failed']")).to_be_visible()
+
+    expect(page.locator(".progress-text")).to_have_text("Tasks 3/6")
+    expect(page.locator("#count-completed")).to_have_text("4")
+    expect(page.locator("#holds-completed")).to_have_text(" · 3 done, 1 failed")
+    expect(page.locator("#count-blocked")).to_have_text("1")
+    if screen is PHONE:
+        # The tabs agree with the columns, mark where the problems are, and the board
+        # opened on the first of them.
+        expect(page.locator(".tab-count[data-count-of='completed']")).to_have_text("4")
+        expect(page.locator("#tab-completed")).to_have_class(r"column-tab column-tab--problem")
+        page.locator("#tab-completed").click()
+    first = page.locator("#cards-completed [data-task-id]").first
+    expect(first).to_have_attribute("data-task-id", failed)
+    expect(first.get_by_role("button", name=f"Retry #{failed}")).to_be_visible()
+    first.get_by_role("button", name=f"Retry #{failed}").click()
+    expect(card(page, failed)).to_have_attribute("data-status", "pending")
+    expect(page.locator("#count-completed")).to_have_text("3")
+    expect(page.locator("#holds-completed")).to_have_text("")
