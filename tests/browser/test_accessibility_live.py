@@ -1,5 +1,5 @@
 """Every page a person uses, checked by axe-core (through axe-playwright-python) in a
-real Chromium: no serious or critical violation (issue #17). The board is checked with
+real Chromium: no moderate, serious or critical violation (issues #17, #27). The board is checked with
 an approval waiting and a card open, on a desktop, on a phone (the card in its sheet) and
 in the dark colour scheme.
 
@@ -23,7 +23,7 @@ from .screens import DESKTOP, PHONE, Populated, Screens, card, new_live_board, p
 
 pytestmark = pytest.mark.browser
 
-BLOCKING = ("serious", "critical")
+BLOCKING = ("moderate", "serious", "critical")
 
 
 def open_card_awaiting_approval(page: Page, tasks: Populated) -> None:
@@ -149,7 +149,7 @@ def pages(browser: Browser, checked_board: tuple[LiveBoard, Populated]) -> Itera
 
 
 @pytest.mark.parametrize("checked", PAGES, ids=[p.name for p in PAGES])
-def test_axe_finds_no_serious_or_critical_violation(
+def test_axe_finds_no_moderate_serious_or_critical_violation(
     pages: Screens, checked_board: tuple[LiveBoard, Populated], checked: Checked
 ):
     board, tasks = checked_board
