@@ -128,6 +128,19 @@ PAGES = [
     Checked("connect an agent on a phone", "/boards/{board}/connect/", screen=PHONE_SIZE),
     Checked("settings on a phone", "/boards/{board}/settings/", screen=PHONE_SIZE),
     Checked("board's phone menu", "/boards/{board}/", prepare=open_menu, screen=PHONE_SIZE),
+    Checked("gate rules", "/boards/{board}/gates/"),
+    # The rest at a phone's width too.
+    *(
+        Checked(f"{name} on a phone", path, screen=PHONE_SIZE)
+        for name, path in (
+            ("board list", "/boards/"),
+            ("task page", "/boards/{board}/tasks/1/"),
+            ("tokens", "/boards/{board}/tokens/"),
+            ("members", "/boards/{board}/members/"),
+            ("webhooks", "/boards/{board}/webhooks/"),
+            ("gate rules", "/boards/{board}/gates/"),
+        )
+    ),
 ]
 
 
