@@ -31,7 +31,7 @@ from django.utils import timezone
 from . import numbers
 from .activity import status_to
 from .errors import InvalidInput
-from .models import Attempt, AttemptOutcome, Board, Event, FlowDay, Status, Task, Usage
+from .models import Attempt, AttemptOutcome, Board, Event, FlowDay, Label, Status, Task, Usage
 
 PERCENTILES = (50, 85, 95)
 # The ranges a person (or a token) may ask for, smallest first.
@@ -334,6 +334,7 @@ def metrics(
         "cycleTimeSeconds": distribution(cycle),
         "cumulativeFlow": _cumulative_flow(win, arrivals, before),
         "agents": _agents(board, win, completed_attempts),
+        "labels": _labels(board, win),
         "cost": _cost(board, win),
     }
 
@@ -449,6 +450,58 @@ def _agents(board: Board, win: Window, completed: list[tuple[str, float]]) -> li
             }
         )
     return result
+
+
+def _labels(board: Board, win: Window) -> list[dict[str, Any]]:
+    """Per label: attempts completed and failed (or timed out) in the window, their median
+    cycle time, and what the labelled tasks' reports cost in it."""
+    attempts = (
+        Attempt.objects.filter(
+            task__board=board,
+            ended_at__gte=win.start,
+            ended_at__lt=win.end,
+            task__label_rows__isnull=False,
+        )
+        .order_by()
+        .values_list("task__label_rows__name", "outcome", "seconds")
+    )
+    rows: dict[str, dict[str, Any]] = {}
+    for name, outcome, seconds in attempts:
+        row = rows.setdefault(name, {"completed": 0, "failed": 0, "cycles": []})
+        if outcome == AttemptOutcome.COMPLETED:
+            row["completed"] += 1
+            if seconds is not None:
+                row["cycles"].append(seconds)
+        elif outcome in (AttemptOutcome.FAILED, AttemptOutcome.TIMED_OUT):
+            row["failed"] += 1
+    labelled: dict[int, list[str]] = {}
+    for number, name in Label.objects.filter(board=board, name__in=list(rows)).values_list(
+        "task__number", "name"
+    ):
+        labelled.setdefault(number, []).append(name)
+    spent: dict[str, Decimal] = {}
+    for number, cost in (
+        Usage.objects.filter(
+            board=board,
+            created_at__gte=win.start,
+            created_at__lt=win.end,
+            task_number__in=list(labelled),
+        )
+        .order_by()
+        .values_list("task_number", "cost_usd")
+    ):
+        for name in labelled[number]:
+            spent[name] = spent.get(name, Decimal(0)) + cost
+    return [
+        {
+            "label": name,
+            "completed": row["completed"],
+            "failed": row["failed"],
+            "medianCycleSeconds": _round(median(row["cycles"])) if row["cycles"] else None,
+            "costUsd": float(spent.get(name, Decimal(0))),
+        }
+        for name, row in sorted(rows.items())
+    ]
 
 
 def _cost(board: Board, win: Window) -> dict[str, Any]:

@@ -69,3 +69,25 @@ def test_the_board_shows_label_chips(alice, person_client):
     alice.create("Chip", labels=["frontend"])
     html = person_client.get("/boards/team/").content.decode()
     assert 'data-label="frontend"' in html
+
+
+def test_labels_show_on_graph_nodes_and_as_rows_of_the_metrics(alice, person_client):
+    alice.create("Parse", labels=["backend"])
+    alice.create("Style", labels=["frontend", "backend"])
+    for number in ("1", "2"):
+        alice.call("TaskClaim", {"taskId": number})
+    alice.call("TaskUpdate", {"taskId": "1", "status": "completed"})
+    alice.call("TaskUpdate", {"taskId": "2", "status": "failed"})
+
+    graph = person_client.get("/boards/team/graph.json?scope=all").json()
+    assert {n["id"]: n["labels"] for n in graph["nodes"]} == {
+        "1": ["backend"],
+        "2": ["backend", "frontend"],
+    }
+    rows = person_client.get("/api/boards/team/metrics?range=1h").json()["labels"]
+    assert [(r["label"], r["completed"], r["failed"]) for r in rows] == [
+        ("backend", 1, 1),
+        ("frontend", 0, 1),
+    ]
+    page = person_client.get("/boards/team/metrics/?range=1h").content.decode()
+    assert 'data-label="backend"' in page and 'data-label="frontend"' in page

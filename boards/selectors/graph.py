@@ -21,6 +21,7 @@ from ..models import (
     Task,
 )
 from ..rules import UNFINISHED, column_of, gives_up, is_ready
+from .tasks import labels_of
 
 
 def cycle_through(edges: Iterable[tuple[int, int]]) -> list[int] | None:
@@ -349,10 +350,12 @@ def graph(board: Board, scope: str = "open", around: int | None = None) -> dict[
     critical = _longest_chain(
         open_numbers, [(a, b) for a, b in edges if a in open_numbers and b in open_numbers]
     )
+    labels = labels_of(number_of)
     nodes = [
         {
             "id": str(number),
             "subject": subject,
+            "labels": labels.get(pk, []),
             "status": status,
             "column": column_of(status, blocked),
             "owner": owner,
@@ -364,7 +367,7 @@ def graph(board: Board, scope: str = "open", around: int | None = None) -> dict[
             "approval": _approval(status, required, approval),
         }
         for (
-            _,
+            pk,
             number,
             subject,
             status,

@@ -176,6 +176,14 @@ def metrics_page(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResp
             }
             for a in data["agents"]
         ],
+        "labels": [
+            {
+                **row,
+                "median": metrics.duration(row["medianCycleSeconds"]),
+                "cost": metrics.money(row["costUsd"]),
+            }
+            for row in data["labels"]
+        ],
         "total": metrics.money(data["cost"]["totalUsd"]),
         "budget": metrics.money(data["cost"]["budgetUsd"])
         if data["cost"]["budgetUsd"] is not None
