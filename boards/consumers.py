@@ -253,20 +253,21 @@ class BoardConsumer(PersonSocket):
         await self.send(text_data="".join(parts))
 
 
-def _inbox_html(user_id: int, count_only: bool) -> tuple[list[int], str]:
-    """The boards this person's inbox hears (theirs, and the newest board id: any board
-    made later may be theirs too), and its rendering now."""
+def _inbox_html(user_id: int, count_only: bool) -> tuple[frozenset[int], int, str]:
+    """The boards this person's inbox hears, the newest board's id (any board made later
+    may be theirs too), and the inbox's rendering now."""
     user = get_user_model().objects.filter(pk=user_id, is_active=True).first()
     if user is None:
-        return [], ""
+        return frozenset(), 0, ""
     newest = Board.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
-    boards = [board.pk for board in permissions.acting_boards(user)] + [-newest]
+    boards = frozenset(board.pk for board in permissions.acting_boards(user))
     items = permissions.inbox(user)
     if count_only:
-        return boards, render_to_string(
+        html = render_to_string(
             "boards/inbox.html#inbox-count", {"inbox_count": len(items), "oob": True}
         )
-    return boards, inbox_parts(items)
+        return boards, newest, html
+    return boards, newest, inbox_parts(items)
 
 
 class InboxConsumer(PersonSocket):
@@ -293,9 +294,9 @@ class InboxConsumer(PersonSocket):
 
     async def refresh(self) -> None:
         """Render now (a change that arrives meanwhile renders once more after)."""
-        boards, html = await database_sync_to_async(_inbox_html)(self.user_id, self.count_only)
-        self.boards = frozenset(b for b in boards if b > 0)
-        self.newest = max([-b for b in boards if b <= 0], default=0)
+        self.boards, self.newest, html = await database_sync_to_async(_inbox_html)(
+            self.user_id, self.count_only
+        )
         if html and html != self.sent and not self.ended:
             self.sent = html
             await self.send(text_data=html)

@@ -11,7 +11,7 @@ from typing import Any
 from devtools.liveserver import Agent, session_cookie
 
 from .common import PASSWORD, USER, bench_cluster, board, make_user
-from .scale import _scale_calls
+from .scale import _scale_calls, add_blockers
 
 CHAIN = 10
 
@@ -46,17 +46,7 @@ def backlog(workdir: Path, options: dict[str, Any]) -> dict[str, Any]:
         for size in sizes:
             agent = board(cluster, f"backlog{size}")
             fill_open(agent, size)
-            # Blockers with five dependents each, one per measured completion.
-            ops: list[dict[str, Any]] = []
-            for i in range(calls):
-                ops.append({"op": "create", "ref": f"b{i}", "subject": f"Blocker {i}"})
-                ops += [
-                    {"op": "create", "subject": f"Dependent {i}.{d}", "blockedBy": [f"b{i}"]}
-                    for d in range(5)
-                ]
-            for start in range(0, len(ops), 480):
-                status, body = agent.call("TaskBatch", {"ops": ops[start : start + 480]})
-                assert status == 200, body
+            add_blockers(agent, calls)
             boards[size] = (agent, size + 1)
         cookie = session_cookie(base, USER, PASSWORD)
         extra = {

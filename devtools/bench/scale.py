@@ -34,17 +34,7 @@ def scale(workdir: Path, options: dict[str, Any]) -> dict[str, Any]:
             fill(agent, size)
             # History: all but the last 100 finished, as a board that ran for weeks.
             finish(agent, size - 100)
-            # Fresh blockers with five dependents each, one per measured completion.
-            ops: list[dict[str, Any]] = []
-            for i in range(calls):
-                ops.append({"op": "create", "ref": f"b{i}", "subject": f"Blocker {i}"})
-                ops += [
-                    {"op": "create", "subject": f"Dependent {i}.{d}", "blockedBy": [f"b{i}"]}
-                    for d in range(5)
-                ]
-            for start in range(0, len(ops), 480):
-                status, body = agent.call("TaskBatch", {"ops": ops[start : start + 480]})
-                assert status == 200, body
+            add_blockers(agent, calls)
             boards[size] = (agent, size + 1)
         # Weeks of history for the metrics page: 20,000 finished tasks, 200,000 events.
         board(cluster, "history")
@@ -82,6 +72,20 @@ def scale(workdir: Path, options: dict[str, Any]) -> dict[str, Any]:
             if not name.startswith("page")
         },
     }
+
+
+def add_blockers(agent: Agent, calls: int) -> None:
+    """Fresh blockers with five dependents each, one per measured completion."""
+    ops: list[dict[str, Any]] = []
+    for i in range(calls):
+        ops.append({"op": "create", "ref": f"b{i}", "subject": f"Blocker {i}"})
+        ops += [
+            {"op": "create", "subject": f"Dependent {i}.{d}", "blockedBy": [f"b{i}"]}
+            for d in range(5)
+        ]
+    for start in range(0, len(ops), 480):
+        status, body = agent.call("TaskBatch", {"ops": ops[start : start + 480]})
+        assert status == 200, body
 
 
 def finish(agent: Agent, through: int) -> None:
