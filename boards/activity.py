@@ -109,6 +109,11 @@ def describe(kind: str, number: int | None, actor: str, data: dict[str, Any]) ->
         owner = data.get("owner") or "its owner"
         return f"{task} returned to Pending: {owner}'s lease lapsed"
     if kind == "needs_attention":
+        if data.get("session"):
+            return (
+                f"{actor}'s session needs you: it sent the same tool call "
+                f"{data.get('repeats', '?')} times in a row"
+            )
         if "reason" not in data:  # recorded before reasons had names
             return f"{task} needs attention: failed or timed out {data.get('failures', '?')} times"
         sentence = needs_sentence(

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Count
+from django.db.models import Count, Q, QuerySet
 from django.urls import reverse
 
 from ..activity import needs_sentence
@@ -27,6 +27,7 @@ from ..models import (
     Task,
     ToolCall,
 )
+from ..rules import REPEATS_NO_PROGRESS
 from .present import iso
 
 # At most this many items of each kind per read (oldest first); more wait their turn.
@@ -148,7 +149,10 @@ def task_item(task: Task, board: Board) -> Item:
         actions = [act("release", "Release to anyone", "reassign"), act("message", "Message")]
     else:  # no_progress
         recommended = act("message", "Message")
-        actions = [act("release", "Release to anyone", "reassign")]
+        actions = [
+            act("release", "Release to anyone", "reassign"),
+            _open(board, n, "Reassign…", "reassign"),
+        ]
     return Item(
         id=f"task-{n}",
         board=board,
@@ -184,6 +188,23 @@ def call_item(call: ToolCall, board: Board) -> Item:
 
 def session_item(session: ClientSession, board: Board) -> Item:
     board_url = reverse("board", args=[board.slug])
+    if session.state != SessionState.WAITING:  # it loops (``looping``)
+        message = Action("message", "Message", reverse("message-send", args=[board.slug]))
+        return Item(
+            id=f"session-{session.pk}",
+            board=board,
+            reason=Reason.NO_PROGRESS,
+            question=(
+                f"sent the same tool call {session.repeats} times in a row: "
+                f"{session.doing or 'no word on what'}"
+            ),
+            since=session.last_event_at,
+            subject=f"{session.agent}'s session in {session.cwd or '?'}",
+            agent=session.agent,
+            session=session,
+            recommended=message,
+            actions=[Action("open", "Open the session", f"{board_url}#roster", "GET", "view")],
+        )
     return Item(
         id=f"session-{session.pk}",
         board=board,
@@ -195,6 +216,14 @@ def session_item(session: ClientSession, board: Board) -> Item:
         session=session,
         recommended=Action("open", "Open the session", f"{board_url}#roster", "GET", "view"),
     )
+
+
+def _sessions_needing_person() -> QuerySet[ClientSession]:
+    """Client sessions that wait for a person (and not on a held call, an item of its
+    own), or that loop on one tool call (``rules.REPEATS_NO_PROGRESS``)."""
+    waiting = Q(state=SessionState.WAITING) & ~Q(held__state=CallState.REQUESTED)
+    looping = Q(repeats__gte=REPEATS_NO_PROGRESS) & ~Q(state=SessionState.ENDED)
+    return ClientSession.objects.filter(waiting | looping)
 
 
 def needs_you(boards: Sequence[Board]) -> list[Item]:
@@ -211,8 +240,8 @@ def needs_you(boards: Sequence[Board]) -> list[Item]:
         "requested_at", "pk"
     )[:ITEMS_SHOWN]
     sessions = (
-        ClientSession.objects.filter(board_id__in=by_pk, state=SessionState.WAITING)
-        .exclude(held__state=CallState.REQUESTED)
+        _sessions_needing_person()
+        .filter(board_id__in=by_pk)
         .order_by("last_event_at")[:ITEMS_SHOWN]
     )
     items = [task_item(t, by_pk[t.board_id]) for t in tasks]
@@ -226,13 +255,10 @@ def needs_you(boards: Sequence[Board]) -> list[Item]:
 def needs_counts(boards: Sequence[Board]) -> dict[int, int]:
     """How many items wait on each board (the tab count, ``/boards/``), in three queries."""
     counts = dict.fromkeys((b.pk for b in boards), 0)
-    waiting_sessions = ClientSession.objects.filter(state=SessionState.WAITING).exclude(
-        held__state=CallState.REQUESTED
-    )
     for rows in (
         Task.objects.needing_person(),
         ToolCall.objects.filter(state=CallState.REQUESTED),
-        waiting_sessions,
+        _sessions_needing_person(),
     ):
         grouped = rows.filter(board__in=boards).order_by().values_list("board")
         for board_id, n in grouped.annotate(n=Count("pk")):

@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from django.db import transaction
@@ -119,6 +120,8 @@ class Work:
         self.spent = False
         # Something the header shows changed without an event that says so (the roster).
         self.header = False
+        # The sweeper's measure of no progress: work started before then has stalled.
+        self.stalled_before: datetime | None = None
 
     def status_changed(self, task: Task) -> list[int]:
         """Note a change of ``task``'s status; returns its dependents' numbers."""
@@ -245,7 +248,7 @@ class Work:
         itself, and record each task that comes to need a person (SPEC §12)."""
         groups: dict[tuple[bool, bool, str], list[int]] = {}
         flipped: dict[bool, list[int]] = {True: [], False: []}
-        for flags in derive_flags(self.board, self.recheck, self.now):
+        for flags in derive_flags(self.board, self.recheck, self.now, self.stalled_before):
             if not flags.changed:
                 continue
             groups.setdefault((flags.blocked, flags.stuck, flags.needs), []).append(flags.pk)

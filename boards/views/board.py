@@ -121,7 +121,8 @@ def message_send_post(request: HtmxHttpRequest, board: Board, role: Role) -> Htt
             board=board,
             sender=_person(request),
             recipient=request.POST.get("recipient", ""),
-            body=request.POST.get("body", ""),
+            # "note": the "Needs you" item's note box, sent with its Message action
+            body=request.POST.get("body") or request.POST.get("note", ""),
             task_id=request.POST.get("task") or None,
         )
     except ServiceError as exc:
