@@ -172,6 +172,38 @@ def test_a_note_typed_before_approve_reaches_the_agent(alice, board, person_clie
     assert any("go ahead, watch the locks" in m["body"] for m in unread["messages"])
 
 
+def test_an_approval_asked_again_shows_what_changed_since_the_approved_version(
+    alice, board, person_client
+):
+    alice.create("Migrate", description="Add the column")
+    assert alice.call("TaskClaim", {"taskId": "1"}).status == 200
+    asked = alice.call("TaskRequestApproval", {"taskId": "1", "reason": "about to migrate"})
+    assert asked.status == 200
+    version = board.tasks.get(number=1).version
+    person_client.post("/boards/team/tasks/1/approve/", {"version": version})
+    changed = {"taskId": "1", "description": "Add the column and drop the old one"}
+    assert alice.call("TaskUpdate", changed).status == 200
+    again = {"taskId": "1", "reason": "the plan grew: may I drop it too?"}
+    assert alice.call("TaskRequestApproval", again).status == 200
+
+    # The strip loads what is decided when the item is opened.
+    strip = person_client.get("/boards/team/").content.decode()
+    assert 'hx-get="/boards/team/tasks/1/decided/"' in strip
+    with CaptureQueriesContext(connection) as queries:
+        response = person_client.get("/boards/team/tasks/1/decided/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert f"Changed since version {version + 1} was approved" in html
+    assert "<del>Add the column</del>" in html
+    assert "<ins>Add the column and drop the old one</ins>" in html
+    # alice's last actions, newest first, in sentences.
+    recent = html[html.index("alice's last actions") :]
+    assert recent.index("awaits approval") < recent.index("updated by alice")
+    assert len(queries) <= 8  # session, user, board, role, task, and the three reads
+    # A task that is not there is a 404.
+    assert person_client.get("/boards/team/tasks/99/decided/").status_code == 404
+
+
 # -- not started -------------------------------------------------------------------------
 
 

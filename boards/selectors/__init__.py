@@ -35,7 +35,7 @@ from .history import (
     task_history,
     webhooks_with_deliveries,
 )
-from .needs import Action, Item, needs_counts, needs_you
+from .needs import Action, Decided, Item, decided, needs_counts, needs_you
 from .present import (
     STATUS_MARKS,
     approval_to_dict,
@@ -99,6 +99,7 @@ __all__ = [
     "TERMINAL_STATUSES",
     "Action",
     "BoardSnapshot",
+    "Decided",
     "Flags",
     "Item",
     "TaskFilter",
@@ -116,6 +117,7 @@ __all__ = [
     "column_page",
     "cycle_p90",
     "cycle_through",
+    "decided",
     "decode_cursor",
     "derive_flags",
     "encode_cursor",

@@ -17,11 +17,12 @@ from typing import Any
 from django.db.models import Count, Q, QuerySet
 from django.urls import reverse
 
-from ..activity import needs_sentence
+from ..activity import describe, needs_sentence
 from ..models import (
     Board,
     CallState,
     ClientSession,
+    Event,
     Reason,
     SessionState,
     Task,
@@ -224,6 +225,59 @@ def _sessions_needing_person() -> QuerySet[ClientSession]:
     waiting = Q(state=SessionState.WAITING) & ~Q(held__state=CallState.REQUESTED)
     looping = Q(repeats__gte=REPEATS_NO_PROGRESS) & ~Q(state=SessionState.ENDED)
     return ClientSession.objects.filter(waiting | looping)
+
+
+# How many of the agent's latest actions a decision shows.
+RECENT_ACTIONS = 5
+
+
+@dataclass(frozen=True)
+class Change:
+    field: str
+    before: Any
+    after: Any
+
+
+@dataclass
+class Decided:
+    """What a person reads before deciding on a task (SPEC §12): what changed since the
+    version last approved, when one was, and what its agent did last."""
+
+    approved_version: int | None
+    changes: list[Change]
+    recent: list[tuple[datetime, str]]
+
+
+def decided(board: Board, task: Task, agent: str) -> Decided:
+    """``task``'s changes since its last approval and ``agent``'s last few actions on the
+    board, in at most three queries (the log's indexes by task and by actor)."""
+    log = Event.objects.filter(board=board)
+    approved = (
+        log.filter(task_number=task.number, kind="approved").order_by("-seq").only("seq", "data")
+    ).first()
+    changes: dict[str, Change] = {}
+    if approved is not None:
+        later = log.filter(task_number=task.number, seq__gt=approved.seq).order_by("seq")
+        for data in later.values_list("data", flat=True):
+            for name, change in (data.get("fields") or {}).items():
+                if not isinstance(change, dict) or name == "requestedBy":
+                    continue
+                first = changes.get(name)
+                before = first.before if first else change.get("from")
+                changes[name] = Change(name, before, change.get("to"))
+    recent = (
+        [
+            (event.created_at, describe(event.kind, event.task_number, event.actor, event.data))
+            for event in log.filter(actor=agent).order_by("-seq")[:RECENT_ACTIONS]
+        ]
+        if agent
+        else []
+    )
+    return Decided(
+        approved_version=(approved.data or {}).get("version") if approved else None,
+        changes=[c for c in changes.values() if c.before != c.after],
+        recent=recent,
+    )
 
 
 def needs_you(boards: Sequence[Board]) -> list[Item]:

@@ -25,6 +25,7 @@ from .board import (
     inbox_page,
     message_send_post,
 )
+from .needs import task_decided
 from .plan import (
     activity,
     graph_json,
@@ -57,6 +58,7 @@ __all__ = [
     "metrics_page",
     "notify_post",
     "task_action",
+    "task_decided",
     "task_detail",
     "token_list",
     "token_revoke_post",
