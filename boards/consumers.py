@@ -14,7 +14,6 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.contrib.auth import get_user_model
 from django.http import QueryDict
-from django.template.loader import render_to_string
 from django.utils.html import format_html, format_html_join
 
 from . import events, numbers, permissions
@@ -262,12 +261,7 @@ def _inbox_html(user_id: int, count_only: bool) -> tuple[frozenset[int], int, st
     newest = Board.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
     boards = frozenset(board.pk for board in permissions.acting_boards(user))
     items = permissions.inbox(user)
-    if count_only:
-        html = render_to_string(
-            "boards/inbox.html#inbox-count", {"inbox_count": len(items), "oob": True}
-        )
-        return boards, newest, html
-    return boards, newest, inbox_parts(items)
+    return boards, newest, inbox_parts(items, user, count_only=count_only)
 
 
 class InboxConsumer(PersonSocket):

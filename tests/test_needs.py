@@ -14,7 +14,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from boards import permissions, services
+from boards import permissions, rendering, services
 from boards.models import Event, Membership, Message, Role, Task
 from tests.factories import make_task
 
@@ -202,6 +202,29 @@ def test_an_approval_asked_again_shows_what_changed_since_the_approved_version(
     assert len(queries) <= 8  # session, user, board, role, task, and the three reads
     # A task that is not there is a 404.
     assert person_client.get("/boards/team/tasks/99/decided/").status_code == 404
+
+
+def test_desktop_notifications_come_from_the_inbox_by_each_boards_choices(
+    alice, board, person, person_client
+):
+    make_task(board, "Deploy", requires_approval=True)
+    assert alice.call("TaskClaim", {"taskId": "1"}).status == 202
+    items = permissions.inbox(person)
+    pushed = rendering.inbox_parts(items, person, count_only=True)
+    assert 'id="inbox-count"' in pushed and 'id="inbox-list"' not in pushed
+    assert 'data-need="team:task-1"' in pushed  # the defaults notify of approvals
+    assert 'data-url="/boards/team/tasks/1/"' in pushed
+    # The person chose only completions on this board: the item still counts, but tells
+    # nobody.
+    person_client.post("/boards/team/notify/", {"kinds": ["completed"]})
+    pushed = rendering.inbox_parts(permissions.inbox(person), person, count_only=True)
+    assert "data-need=" not in pushed
+    assert '<span id="inbox-count" class="count" hx-swap-oob="true">1</span>' in pushed
+    # "Approval requested" alone brings approvals back, not other reasons.
+    person_client.post("/boards/team/notify/", {"kinds": ["approval_requested"]})
+    assert 'data-need="team:task-1"' in rendering.inbox_parts(
+        permissions.inbox(person), person, count_only=True
+    )
 
 
 # -- not started -------------------------------------------------------------------------

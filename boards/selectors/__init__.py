@@ -31,11 +31,12 @@ from .history import (
     activity_page,
     approval_history,
     event_json,
+    notify_choices,
     notify_kinds,
     task_history,
     webhooks_with_deliveries,
 )
-from .needs import Action, Decided, Item, decided, needs_counts, needs_you
+from .needs import Action, Decided, Item, decided, needs_counts, needs_you, to_notify
 from .present import (
     STATUS_MARKS,
     approval_to_dict,
@@ -128,6 +129,7 @@ __all__ = [
     "labels_of",
     "needs_counts",
     "needs_you",
+    "notify_choices",
     "notify_kinds",
     "parse_task_id",
     "readiness",
@@ -144,6 +146,7 @@ __all__ = [
     "task_view",
     "task_views",
     "tasks_as_text",
+    "to_notify",
     "tree_order",
     "unread_count",
     "usage_dict",

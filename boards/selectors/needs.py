@@ -17,7 +17,7 @@ from typing import Any
 from django.db.models import Count, Q, QuerySet
 from django.urls import reverse
 
-from ..activity import describe, needs_sentence
+from ..activity import DEFAULT_NOTIFY, describe, needs_sentence, notifies
 from ..models import (
     Board,
     CallState,
@@ -304,6 +304,14 @@ def needs_you(boards: Sequence[Board]) -> list[Item]:
     # Oldest first; an item without a time (none should be) after the rest.
     items.sort(key=lambda i: (i.since is None, i.since or datetime.min, i.id))
     return items
+
+
+def to_notify(items: Sequence[Item], choices: dict[int, list[str]]) -> list[Item]:
+    """The items whose board's notification choices (``history.notify_choices``; the
+    defaults where none) ask for a desktop notification."""
+    return [
+        item for item in items if notifies(item.reason, choices.get(item.board.pk, DEFAULT_NOTIFY))
+    ]
 
 
 def needs_counts(boards: Sequence[Board]) -> dict[int, int]:
