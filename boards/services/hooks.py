@@ -28,7 +28,15 @@ from django.utils import timezone
 
 from .. import events, gates
 from ..errors import Conflict, InvalidInput, NotFound
-from ..models import Board, CallState, ClientSession, GateRule, Reason, SessionState, ToolCall
+from ..models import (
+    Board,
+    CallState,
+    ClientSession,
+    GateRule,
+    Reason,
+    SessionState,
+    ToolCall,
+)
 from ..rules import REPEATS_NO_PROGRESS
 from .work import Work, shown, text, unit_of_work
 
@@ -207,6 +215,8 @@ def _apply(
             session=session.session_id[:40],
             cwd=session.cwd[:200],
         )
+        # The cards its agent holds say whether it is there (``states.agent_state``).
+        work.touch_held_by(agent)
     elif (session.state, session.doing) != was or created:
         events.publish_later(board.pk, agent)
     return verdict

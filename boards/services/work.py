@@ -23,7 +23,7 @@ from django.utils import timezone
 from .. import events
 from ..activity import NEEDS_ATTENTION, status_to
 from ..errors import InvalidInput, NotFound
-from ..models import Board, Dependency, Event, FlowDay, Reason, Task
+from ..models import Board, Dependency, Event, FlowDay, Reason, Status, Task
 from ..rules import KEPT_COUNTS, count_delta, counted_bits
 from ..selectors import cycle_through, derive_flags, parse_task_id
 from . import outbox
@@ -122,6 +122,14 @@ class Work:
         self.header = False
         # The sweeper's measure of no progress: work started before then has stalled.
         self.stalled_before: datetime | None = None
+
+    def touch_held_by(self, agent: str) -> None:
+        """Re-render the cards ``agent`` holds: they show whether it is there."""
+        self.touched.update(
+            Task.objects.filter(board=self.board, owner=agent, status=Status.IN_PROGRESS)
+            .order_by()
+            .values_list("number", flat=True)[:50]
+        )
 
     def status_changed(self, task: Task) -> list[int]:
         """Note a change of ``task``'s status; returns its dependents' numbers."""
