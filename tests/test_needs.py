@@ -196,6 +196,7 @@ def test_an_approval_asked_again_shows_what_changed_since_the_approved_version(
     assert f"Changed since version {version + 1} was approved" in html
     assert "<del>Add the column</del>" in html
     assert "<ins>Add the column and drop the old one</ins>" in html
+    assert html.count("<del>") == 1  # the request itself is not a change
     # alice's last actions, newest first, in sentences.
     recent = html[html.index("alice's last actions") :]
     assert recent.index("awaits approval") < recent.index("updated by alice")

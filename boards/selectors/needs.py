@@ -227,6 +227,8 @@ def _sessions_needing_person() -> QuerySet[ClientSession]:
     return ClientSession.objects.filter(waiting | looping)
 
 
+# Fields an approval's own events carry: the request itself, not a change to decide on.
+APPROVAL_BOOKKEEPING = frozenset({"approval", "requestedBy"})
 # How many of the agent's latest actions a decision shows.
 RECENT_ACTIONS = 5
 
@@ -260,7 +262,7 @@ def decided(board: Board, task: Task, agent: str) -> Decided:
         later = log.filter(task_number=task.number, seq__gt=approved.seq).order_by("seq")
         for data in later.values_list("data", flat=True):
             for name, change in (data.get("fields") or {}).items():
-                if not isinstance(change, dict) or name == "requestedBy":
+                if not isinstance(change, dict) or name in APPROVAL_BOOKKEEPING:
                     continue
                 first = changes.get(name)
                 before = first.before if first else change.get("from")

@@ -119,3 +119,32 @@ def test_an_agent_that_stops_calling_turns_silent_and_an_ended_session_is_gone(
     coder_row = page.locator('#roster [data-agent="coder"]')
     expect(coder_row).to_have_attribute("data-agent-state", "gone", timeout=SWEEP_MS)
     expect(page.locator(f"#task-{task} .tag--stale")).to_have_text("gone", timeout=SWEEP_MS)
+
+
+@pytest.mark.parametrize("screen", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_opening_an_approval_asked_again_shows_what_changed_and_the_agents_last_actions(
+    screens: Screens, screen: dict[str, int]
+):
+    board = screens.live_board
+    page = screens.open(screen=screen)
+    agent = board.agent("migrator")
+    task = agent.create("Migrate the orders table", description="Add the column")
+    agent.claim(task)
+    agent.ok("TaskRequestApproval", {"taskId": task, "reason": "about to migrate"})
+    item = strip_item(page, task)
+    item.get_by_role("button", name="Approve").click()
+    expect(item).to_have_count(0)
+    # The answer is the task's panel (on a phone a sheet over the board): close it.
+    expect(page.locator(f'#detail [data-detail-task="{task}"]')).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(page.locator(f'#detail [data-detail-task="{task}"]')).not_to_be_visible()
+    agent.update(task, description="Add the column and drop the old one")
+    agent.ok("TaskRequestApproval", {"taskId": task, "reason": "the plan grew"})
+
+    expect(item).to_be_visible()
+    item.locator("summary").click()
+    later = item.locator(".need-later")
+    expect(later).to_contain_text("Changed since version")
+    expect(later.locator(".need-diff del")).to_have_text("Add the column")
+    expect(later.locator(".need-diff ins")).to_have_text("Add the column and drop the old one")
+    expect(later.locator(".need-recent li").first).to_contain_text("awaits approval")
