@@ -148,3 +148,64 @@ def test_opening_an_approval_asked_again_shows_what_changed_and_the_agents_last_
     expect(later.locator(".need-diff del")).to_have_text("Add the column")
     expect(later.locator(".need-diff ins")).to_have_text("Add the column and drop the old one")
     expect(later.locator(".need-recent li").first).to_contain_text("awaits approval")
+
+
+def open_card(page: Page, number: str, column: str) -> None:
+    tab = page.locator(f"#tab-{column}")
+    if tab.is_visible():  # a phone shows one column at a time
+        tab.click()
+    page.locator(f"#task-{number} .card-link").click()
+    expect(page.locator(f'#detail [data-detail-task="{number}"]')).to_be_visible()
+
+
+@pytest.mark.parametrize("screen", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_reassigning_work_in_progress_never_strands_it(screens: Screens, screen: dict[str, int]):
+    board = screens.live_board
+    page = screens.open(screen=screen)
+    first, second = board.agent("worker-1"), board.agent("worker-3")
+    second.ok("InboxRead", {})  # on the roster
+    task = first.create("Test the invoice API", activeForm="Testing the invoice API")
+    first.claim(task)
+    open_card(page, task, "in_progress")
+    panel = page.locator(f'#detail [data-detail-task="{task}"]')
+
+    # A typo is refused, with the close names, and changes nothing.
+    panel.locator("input[name=owner]").fill("wrokr-3")
+    panel.get_by_role("button", name="Reassign").click()
+    expect(page.get_by_role("alert")).to_contain_text("worker-3")
+    assert first.get(task)["owner"] == "worker-1"
+
+    panel = page.locator(f'#detail [data-detail-task="{task}"]')
+    panel.locator("input[name=owner]").fill("worker-3")
+    panel.get_by_role("button", name="Reassign").click()
+    expect(panel).to_contain_text("assigned, not started")
+    if screen is PHONE:
+        page.keyboard.press("Escape")
+        page.locator("#tab-pending").click()
+    expect(page.locator(f"#cards-pending #task-{task}")).to_contain_text("assigned, not started")
+    expect(page.locator(f"#task-{task} .owner")).to_have_text("@worker-3")
+
+    # The old owner's next write is refused; the new one hears of it and claims it next.
+    refused = first.call("TaskUpdate", {"taskId": task, "status": "completed"})
+    assert (refused.status, refused.body["error"]["code"]) == (409, "lease_lost"), refused
+    told = second.ok("InboxRead", {"ack": True})["messages"]
+    assert any(f"#{task}" in m["body"] for m in told), told
+    assert second.ok("TaskClaim", {})["task"]["id"] == task
+    expect(page.locator(f"#cards-in_progress #task-{task}")).to_be_attached()
+
+
+def test_a_denial_that_strands_work_asks_a_person_at_once(screens: Screens):
+    board = screens.live_board
+    page = screens.open(screen=DESKTOP)
+    agent = board.agent("deployer")
+    migrate = agent.create("Migrate production", requiresApproval=True)
+    release = agent.create("Release 2.0", blockedBy=[migrate])
+    assert agent.call("TaskClaim", {"taskId": migrate}).status == 202
+    item = strip_item(page, migrate)
+    item.locator("input[name=note]").fill("not during the sale")
+    item.get_by_role("button", name="Deny").click()
+
+    # At once, no grace: the denied task strands the release.
+    expect(item).to_have_attribute("data-reason", "stranded")
+    expect(item.locator(".need-actions button").first).to_have_text("Go on without it")
+    expect(page.locator(f"#task-{release} .card-stuck")).to_contain_text(f"#{migrate}")
