@@ -4,6 +4,7 @@ and the invite link a person with no account joins by."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import wraps
 from typing import Any
 
 from django import forms
@@ -96,6 +97,7 @@ def _private(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     never sent to another site as a referrer (``same-origin``: ``no-referrer`` would make
     the form's POST fail the CSRF origin check)."""
 
+    @wraps(view)
     def wrapper(request: HtmxHttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         response = view(request, *args, **kwargs)
         response["Referrer-Policy"] = "same-origin"
