@@ -214,9 +214,10 @@ def seed002_create(caller: Caller, data: Seed002Create, *, ns: str) -> Answer:
 
 @seed002_tool(name="board_tasks_list", input=Seed002List)
 def seed002_list(caller: Caller, data: Seed002List, *, ns: str) -> Answer:
-    views, _ = selectors.task_list(
+    rows = selectors.task_rows(
         caller.board, status=data.status, owner=data.assignee, blocked=data.blocked
     )
+    views = selectors.task_selection(caller.board, rows)
     return BareAnswer([_seed002_task(selectors.task_to_dict(v)) for v in views])
 
 

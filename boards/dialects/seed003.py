@@ -45,7 +45,7 @@ from .. import numbers, schemas, selectors, services
 from ..auth import Caller
 from ..canonical import Answer
 from ..errors import InvalidInput
-from ..models import Status
+from ..models import Board, Status
 from ..schemas import tool
 from .common import SEED003
 
@@ -161,6 +161,7 @@ COLUMN_STATUS = {
     "in_progress": "in_progress",
     "completed": "done",
 }
+STATUS_COLUMN = {status: column for column, status in COLUMN_STATUS.items()}
 FIELD_NAMES = {
     "subject": "label",
     "parentId": "parent_id",
@@ -213,8 +214,9 @@ def _seed003_task(view: selectors.TaskView, *, tree: bool = False) -> dict[str, 
     return data
 
 
-def _seed003_counts(snapshot: selectors.BoardSnapshot) -> dict[str, int]:
-    counts = snapshot.counts()
+def _seed003_counts(board: Board) -> dict[str, int]:
+    """The whole board's, from the counts the board keeps (one query, whatever its size)."""
+    counts = selectors.board_counts(board)
     return {
         "open": counts["pending"],
         "in_progress": counts["in_progress"],
@@ -226,7 +228,7 @@ def _seed003_counts(snapshot: selectors.BoardSnapshot) -> dict[str, int]:
 def _seed003_answer(
     action: str,
     views: Sequence[selectors.TaskView],
-    snapshot: selectors.BoardSnapshot,
+    board: Board,
     *,
     tree: bool = False,
     changes: Sequence[dict[str, Any]] = (),
@@ -237,7 +239,7 @@ def _seed003_answer(
         "action": action,
         "tasks": [_seed003_task(v, tree=tree) for v in views],
         "total": len(views),
-        "counts": _seed003_counts(snapshot),
+        "counts": _seed003_counts(board),
         "changes": list(changes),
     }
     if operations is not None:
@@ -257,16 +259,19 @@ def _integer(field_name: str, token: str) -> str:
 
 def _seed003_list(caller: Caller, data: Seed003Input) -> Answer:
     parent = _integer("parent_id", data.parent_id) if data.parent_id else None
-    views, snapshot = selectors.task_list(
+    rows = selectors.task_rows(
         caller.board,
         view="ready" if data.view == "ready" else "all",
         parent_id=int(parent) if parent else None,
     )
-    wanted = {s for s in (data.status, data.view) if s not in (None, "ready")}
-    selected = [v for v in views if wanted <= {COLUMN_STATUS[v.column]}]
+    # A status and a view each name a column; given both, a task must be in both (so
+    # none are, unless they agree).
+    for wanted in {data.status, data.view} - {None, "ready"}:
+        rows = rows.in_column(STATUS_COLUMN[str(wanted)])
+    selected = selectors.task_selection(caller.board, rows)
     if data.tree:
         selected = selectors.tree_order(selected)
-    return _seed003_answer("list", selected, snapshot, tree=data.tree)
+    return _seed003_answer("list", selected, caller.board, tree=data.tree)
 
 
 class _Plan:
@@ -421,12 +426,14 @@ def _seed003_write(
 ) -> Answer:
     plan = _Plan(caller, ops, batch=batch)
     outcome = services.task_batch(board=caller.board, actor=caller.agent, ops=plan.service_ops)
-    snapshot = selectors.board_snapshot(caller.board)
+    # The seed answers every write with the whole board (its "task snapshot"), in a
+    # constant number of queries; the counts are the board's own.
+    every = selectors.task_selection(caller.board, selectors.task_rows(caller.board))
     written = [int(outcome.operations[plan.owners.index(i)]["taskId"]) for i in range(len(ops))]
     # Labels for insert and delete changes: of the tasks as they were, and as inserted.
     labels = {number: view.task.subject for number, view in plan.before.items()}
     labels |= {n: op.label for n, op in zip(written, ops, strict=True) if op.label is not None}
-    labels |= {n: view.task.subject for n, view in snapshot.views.items()}
+    labels |= {view.number: view.task.subject for view in every}
     changes = _seed003_changes(outcome.changes, labels)
     operations = None
     if batch:
@@ -436,9 +443,7 @@ def _seed003_write(
             if index in plan.user_refs:
                 result["ref"] = plan.user_refs[index]
             operations.append(result)
-    return _seed003_answer(
-        action, snapshot.ordered(), snapshot, changes=changes, operations=operations
-    )
+    return _seed003_answer(action, every, caller.board, changes=changes, operations=operations)
 
 
 @tool(name="tasks", input=Seed003Input, dialect=SEED003)
