@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -121,30 +122,12 @@ def _as_sent(tool: Tool, exc: InvalidInput) -> None:
         exc.details = [{**d, "field": schemas.wire_path(d["field"])} for d in exc.details]
 
 
-def _run(caller: Caller, tool: Tool, arguments: Any) -> Answer:
-    """Validate and run a tool that answers at once (in a worker thread)."""
+@contextmanager
+def _refusals(caller: Caller, tool: Tool) -> Iterator[None]:
+    """A running tool's failure as the agent sees it: a ``ServiceError`` (a wrong field
+    named as the agent sent it), anything else ``_failed``."""
     try:
-        with services.acting_with(services.Grant(caller.token_id, caller.orchestrator)):
-            data = validate(tool, arguments)
-            try:
-                return _with_unread(caller, tool.handler(caller, data))
-            except InvalidInput as exc:
-                _as_sent(tool, exc)
-                raise
-    except ServiceError:
-        raise
-    except Exception as exc:
-        raise _failed(exc, tool.name, caller) from exc
-
-
-async def _wait(caller: Caller, tool: Tool, arguments: Any) -> Answer:
-    """Validate and run a tool that waits (on the event loop, holding no thread)."""
-    data = validate(tool, arguments)
-    try:
-        # The wait may last minutes: give the request's connection back before it starts.
-        await sync_to_async(close_old_connections)()
-        answer = await tool.handler(caller, data)
-        return await sync_to_async(_with_unread)(caller, answer)
+        yield
     except InvalidInput as exc:
         _as_sent(tool, exc)
         raise
@@ -152,6 +135,24 @@ async def _wait(caller: Caller, tool: Tool, arguments: Any) -> Answer:
         raise
     except Exception as exc:
         raise _failed(exc, tool.name, caller) from exc
+
+
+def _run(caller: Caller, tool: Tool, arguments: Any) -> Answer:
+    """Validate and run a tool that answers at once (in a worker thread)."""
+    data = validate(tool, arguments)
+    grant = services.Grant(caller.token_id, caller.orchestrator)
+    with _refusals(caller, tool), services.acting_with(grant):
+        return _with_unread(caller, tool.handler(caller, data))
+
+
+async def _wait(caller: Caller, tool: Tool, arguments: Any) -> Answer:
+    """Validate and run a tool that waits (on the event loop, holding no thread)."""
+    data = validate(tool, arguments)
+    with _refusals(caller, tool):
+        # The wait may last minutes: give the request's connection back before it starts.
+        await sync_to_async(close_old_connections)()
+        answer = await tool.handler(caller, data)
+        return await sync_to_async(_with_unread)(caller, answer)
 
 
 def _failed(exc: Exception, name: str, caller: Caller) -> ServiceError:

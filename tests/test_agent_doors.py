@@ -8,7 +8,6 @@ from datetime import datetime, timedelta
 
 import pytest
 from channels.db import database_sync_to_async
-from channels.testing import HttpCommunicator
 from django.db import connection
 from django.test import AsyncClient, Client
 from django.test.utils import CaptureQueriesContext
@@ -18,8 +17,8 @@ from jsonschema import Draft202012Validator
 from boards import auth, schemas, services
 from boards.models import Agent, Task
 from boards.tools import listed, lookup
-from kanban.asgi import application
 from tests.factories import make_board, make_task, make_token
+from tests.test_input import _mcp_post
 
 WELL_KNOWN = [
     "/.well-known/oauth-protected-resource",
@@ -207,21 +206,9 @@ async def _through_http(token: str) -> None:
 async def _through_mcp(token: str) -> None:
     call = {"name": "TaskList", "arguments": {}}
     rpc = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}
-    communicator = HttpCommunicator(
-        application,
-        "POST",
-        "/mcp/team/",
-        body=json.dumps(rpc).encode(),
-        headers=[
-            (b"host", b"localhost"),
-            (b"authorization", f"Bearer {token}".encode()),
-            (b"content-type", b"application/json"),
-            (b"accept", b"application/json, text/event-stream"),
-        ],
-    )
-    response = await communicator.get_response(timeout=10)
-    assert response["status"] == 200, response["body"]
-    assert not json.loads(response["body"])["result"]["isError"]
+    status, answer = await _mcp_post("team", token, json.dumps(rpc).encode())
+    assert status == 200, answer
+    assert not answer["result"]["isError"]
 
 
 async def _through_hook(token: str) -> None:
