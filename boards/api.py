@@ -120,8 +120,8 @@ async def tool_call(request: HttpRequest, slug: str, tool: str) -> JsonResponse:
     try:
         # Authenticated first (401 before anything), then an unknown tool is a 404 whatever
         # its body; both in the tool's own worker thread.
-        answer = await tools.call(
-            partial(auth.authenticate, request.headers, slug), tool, partial(parse_body, request)
+        answer = await tools.call_from_request(
+            request.headers, slug, tool, partial(parse_body, request)
         )
     except ServiceError as exc:
         return refused(exc, request)
@@ -319,7 +319,7 @@ def _hook_receive(request: HttpRequest, slug: str) -> tuple[auth.Caller, dict, s
         problem = exc  # refused after the token is checked: 401 comes first
     session = body.get("session_id") if isinstance(body, dict) else None
     default = f"claude-{session[:8]}" if isinstance(session, str) and session.isalnum() else ""
-    caller = auth.authenticate(request.headers, slug, default_agent=default)
+    caller = auth.caller_from_request(request.headers, slug, default_agent=default)
     if problem is not None:
         raise problem
     try:

@@ -1,12 +1,14 @@
 """Who is calling: an agent token (bound to one agent, or a team token naming its agent).
 
-One function for every agent door (the tool endpoint, MCP): ``authenticate``.
+For every agent door (the tool endpoint, MCP, the coding clients' hooks): ``authenticate``
+reads who calls and writes nothing; ``agent_called`` is the step after it that writes
+(the roster's seen mark, lease renewals); ``caller_from_request`` runs both.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.contrib.auth import get_user_model
 
@@ -23,6 +25,9 @@ class Caller:
     agent: str
     token_id: int | None = None
     orchestrator: bool = False
+    # The token it called with (the roster's seen mark is throttled by it); None for a
+    # caller the server makes itself.
+    token: AgentToken | None = field(default=None, repr=False, compare=False)
 
 
 def authenticate(headers: Mapping[str, str], board_slug: str, *, default_agent: str = "") -> Caller:
@@ -31,7 +36,7 @@ def authenticate(headers: Mapping[str, str], board_slug: str, *, default_agent: 
     ``Authorization: Bearer <token>``; a team token names its agent in
     ``X-Agent`` (else ``default_agent``, when the door has one): a plain name
     (``models.agent_name_problem``) that is neither an agent with a token of its own
-    nor a person. The agent is marked seen on the board's roster.
+    nor a person. Reads only: the door then runs ``agent_called``.
     """
     token, board = _token(headers, board_slug)
     if token.scope != AGENT_SCOPE:
@@ -49,10 +54,28 @@ def authenticate(headers: Mapping[str, str], board_slug: str, *, default_agent: 
         agent = _team_agent(board, token, agent)
     else:
         agent = token.agent
-    services.agent_seen(board=board, agent=agent, token=token)
-    # An agent that calls tools is alive: its leases on in-progress work are renewed.
-    services.leases_renew(board=board, agent=agent)
-    return Caller(board=board, agent=agent, token_id=token.pk, orchestrator=token.orchestrator)
+    return Caller(
+        board=board, agent=agent, token_id=token.pk, orchestrator=token.orchestrator, token=token
+    )
+
+
+def agent_called(caller: Caller) -> None:
+    """The step after ``authenticate`` at every agent door: the agent is marked seen on the
+    board's roster, and its leases on in-progress work are renewed (an agent that calls
+    is alive). Writes, through the services; a team token's name beyond its limit is
+    refused here (429)."""
+    services.agent_seen(board=caller.board, agent=caller.agent, token=caller.token)
+    services.leases_renew(board=caller.board, agent=caller.agent)
+
+
+def caller_from_request(
+    headers: Mapping[str, str], board_slug: str, *, default_agent: str = ""
+) -> Caller:
+    """A door's first step: who calls (``authenticate``), then that they called
+    (``agent_called``)."""
+    caller = authenticate(headers, board_slug, default_agent=default_agent)
+    agent_called(caller)
+    return caller
 
 
 AGENT_SCOPE = "agent"

@@ -7,7 +7,8 @@ module only adds what is ours, the same way ``boards.api`` does for plain HTTP:
 
 - the token is checked before the SDK sees the request (401/403 with our error
   JSON), with ``auth.authenticate``, so the identity rules are the same
-  (a bound agent, or a team token and ``X-Agent``);
+  (a bound agent, or a team token and ``X-Agent``), and the agent is noted as having
+  called (``auth.agent_called``) once per request;
 - every tool is a canonical one of the registry (``tools.listed()``, declared by
   ``@tool`` on its handler) with its description, hints and JSON Schemas, validated
   by the same pydantic model, run by the same handler (the tool pipeline,
@@ -483,7 +484,7 @@ async def mcp_app(scope: Scope, receive: Receive, send: Send) -> None:
 async def _serve(scope: Scope, receive: Receive, send: Send, slug: str, headers: Headers) -> None:
     """Authenticate the caller, then hand a POST to their MCP server (one per request)."""
     try:
-        caller = await database_sync_to_async(auth.authenticate)(headers, slug)
+        caller = await database_sync_to_async(auth.caller_from_request)(headers, slug)
     except ServiceError as exc:
         extra = auth.challenge(exc, headers)
         return await _refuse(scope, receive, send, exc.status, error_body(exc), extra)

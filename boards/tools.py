@@ -1,19 +1,24 @@
-"""The tool pipeline: every agent door (HTTP tool endpoint, MCP) calls ``tools.call``.
+"""The tool pipeline, which every agent door runs a tool call through.
 
-``call(caller, name, arguments)`` looks the tool up in the one registry the
-handlers' ``@tool`` declarations fill (``schemas.TOOLS``: the canonical tools of
-``boards.canonical`` and the seeds' of ``boards.dialects``, both imported here), validates the arguments with its pydantic model, runs it (in a
-worker thread, or on the event loop for the waiting tools), adds
-``unreadMessages`` to an object answer, and turns any failure into a
-``ServiceError``. The doors only carry transport: reading the request,
-authenticating (``boards.auth``) and writing ``Answer`` or ``errors.error_body``.
+Two entries: ``call(caller, name, arguments)`` for a caller already authenticated (MCP
+authenticates once per request), and ``call_from_request(headers, slug, name, body)``
+for the tool endpoint, which authenticates the request (``auth.authenticate``), notes
+that the agent called (``auth.agent_called``: seen on the roster, leases renewed) and
+reads the body in the same worker thread as the tool. Both look the tool up in the one
+registry the handlers' ``@tool`` declarations fill (``schemas.TOOLS``: the canonical
+tools of ``boards.canonical`` and the seeds' of ``boards.dialects``, both imported
+here), validate the arguments with its pydantic model, run it (in a worker thread, or
+on the event loop for the waiting tools), add ``unreadMessages`` to an object answer,
+and turn any failure into a ``ServiceError``. The doors only carry transport: reading
+the request and writing ``Answer`` or ``errors.error_body``.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -21,7 +26,7 @@ from django.db import close_old_connections
 from pydantic import ValidationError
 
 # Importing the handlers' modules declares their tools (``@tool``): canonical, then seeds'.
-from . import canonical, dialects, schemas, selectors, services  # noqa: F401
+from . import auth, canonical, dialects, schemas, selectors, services  # noqa: F401
 from .auth import Caller
 from .canonical import Answer
 from .errors import BODY, InternalError, InvalidInput, NotFound, ServiceError, store_busy
@@ -29,7 +34,7 @@ from .schemas import Tool
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Answer", "Caller", "Tool", "call", "listed", "lookup"]
+__all__ = ["Answer", "Caller", "Tool", "call", "call_from_request", "listed", "lookup"]
 
 
 def find(name: str, *, seed_dialects: bool = True) -> Tool | None:
@@ -117,14 +122,37 @@ def _as_sent(tool: Tool, exc: InvalidInput) -> None:
         exc.details = [{**d, "field": schemas.wire_path(d["field"])} for d in exc.details]
 
 
+@contextmanager
+def _refusals(caller: Caller, tool: Tool) -> Iterator[None]:
+    """A running tool's failure as the agent sees it: a ``ServiceError`` (a wrong field
+    named as the agent sent it), anything else ``_failed``."""
+    try:
+        yield
+    except InvalidInput as exc:
+        _as_sent(tool, exc)
+        raise
+    except ServiceError:
+        raise
+    except Exception as exc:
+        raise _failed(exc, tool.name, caller) from exc
+
+
 def _run(caller: Caller, tool: Tool, arguments: Any) -> Answer:
-    with services.acting_with(services.Grant(caller.token_id, caller.orchestrator)):
-        data = validate(tool, arguments)
-        try:
-            return _with_unread(caller, tool.handler(caller, data))
-        except InvalidInput as exc:
-            _as_sent(tool, exc)
-            raise
+    """Validate and run a tool that answers at once (in a worker thread)."""
+    data = validate(tool, arguments)
+    grant = services.Grant(caller.token_id, caller.orchestrator)
+    with _refusals(caller, tool), services.acting_with(grant):
+        return _with_unread(caller, tool.handler(caller, data))
+
+
+async def _wait(caller: Caller, tool: Tool, arguments: Any) -> Answer:
+    """Validate and run a tool that waits (on the event loop, holding no thread)."""
+    data = validate(tool, arguments)
+    with _refusals(caller, tool):
+        # The wait may last minutes: give the request's connection back before it starts.
+        await sync_to_async(close_old_connections)()
+        answer = await tool.handler(caller, data)
+        return await sync_to_async(_with_unread)(caller, answer)
 
 
 def _failed(exc: Exception, name: str, caller: Caller) -> ServiceError:
@@ -136,66 +164,51 @@ def _failed(exc: Exception, name: str, caller: Caller) -> ServiceError:
     return InternalError("The server failed; the change was not applied")
 
 
-def _authenticate_and_run(
-    authenticate: Callable[[], Caller], name: str, arguments: Any, seed_dialects: bool
-) -> tuple[Caller, Answer | None]:
-    """The caller, and the answer unless the tool waits (it then runs on the event loop)."""
+async def call(caller: Caller, name: str, arguments: Any, *, seed_dialects: bool = True) -> Answer:
+    """Run one tool for a caller already authenticated (MCP: once per request); every
+    refusal is a ``ServiceError``."""
+    tool = lookup(name, seed_dialects=seed_dialects)
+    if tool.waits:
+        return await _wait(caller, tool, arguments)
+    return await sync_to_async(_run)(caller, tool, arguments)
+
+
+def _receive(
+    headers: Mapping[str, str], slug: str, name: str, body: Callable[[], Any], default_agent: str
+) -> tuple[Caller, Tool, Any, Answer | None]:
+    """The caller, the tool, its arguments, and the answer unless the tool waits."""
     try:
-        caller = authenticate()  # it writes too (the roster's seen mark, lease renewals)
+        caller = auth.caller_from_request(headers, slug, default_agent=default_agent)
     except Exception as exc:
         busy = store_busy(exc)
         if busy is None:
             raise
         raise busy from exc
-    tool = lookup(name, seed_dialects=seed_dialects)
-    if tool.waits:
-        return caller, None
-    if callable(arguments):
-        arguments = arguments()  # the body is read once the caller and the tool are known
-    try:
-        return caller, _run(caller, tool, arguments)
-    except ServiceError:
-        raise
-    except Exception as exc:
-        raise _failed(exc, name, caller) from exc
+    tool = lookup(name)
+    # The body is read once the caller and the tool are known: a request without a valid
+    # token is refused as such, and an unknown tool is a 404, whatever its body.
+    arguments = body()
+    return caller, tool, arguments, None if tool.waits else _run(caller, tool, arguments)
 
 
-async def call(
-    caller: Caller | Callable[[], Caller],
+async def call_from_request(
+    headers: Mapping[str, str],
+    slug: str,
     name: str,
-    arguments: Any,
+    body: Callable[[], Any],
     *,
-    seed_dialects: bool = True,
+    default_agent: str = "",
 ) -> Answer:
-    """Run one tool for a caller; every refusal is a ``ServiceError``.
+    """Authenticate a request's caller, note that the agent called (``auth.agent_called``),
+    read its arguments (``body``) and run the tool; every refusal is a ``ServiceError``.
 
-    ``caller`` may be the authentication still to do (a function returning the caller,
-    raising the refusal): it then runs in the same worker thread as the tool, one hop
-    off the event loop instead of two, a good part of a quick call's cost. So may
-    ``arguments`` (reading the body): it runs after the caller and the tool are known,
-    so a request without a valid token is refused as such whatever its body.
+    All of it runs in one worker thread, the tool's own: one hop off the event loop
+    instead of two, a good part of a quick call's cost. A waiting tool then waits on the
+    event loop.
     """
-    if callable(caller):
-        caller, answer = await sync_to_async(_authenticate_and_run)(
-            caller, name, arguments, seed_dialects
-        )
-        if answer is not None:
-            return answer
-    if callable(arguments):
-        arguments = arguments()
-    tool = lookup(name, seed_dialects=seed_dialects)
-    try:
-        if not tool.waits:
-            return await sync_to_async(_run)(caller, tool, arguments)
-        data = validate(tool, arguments)
-        # The wait may last minutes: give the request's connection back before it starts.
-        await sync_to_async(close_old_connections)()
-        answer = await tool.handler(caller, data)
-        return await sync_to_async(_with_unread)(caller, answer)
-    except InvalidInput as exc:
-        _as_sent(tool, exc)
-        raise
-    except ServiceError:
-        raise
-    except Exception as exc:
-        raise _failed(exc, name, caller) from exc
+    caller, tool, arguments, answer = await sync_to_async(_receive)(
+        headers, slug, name, body, default_agent
+    )
+    if answer is not None:
+        return answer
+    return await _wait(caller, tool, arguments)

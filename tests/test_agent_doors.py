@@ -4,14 +4,21 @@ auth errors OAuth-aware clients can show, and no board probing without a token."
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta
 
 import pytest
-from django.test import Client
+from channels.db import database_sync_to_async
+from django.db import connection
+from django.test import AsyncClient, Client
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 from jsonschema import Draft202012Validator
 
-from boards import schemas, services
+from boards import auth, schemas, services
+from boards.models import Agent, Task
 from boards.tools import listed, lookup
-from tests.factories import make_token
+from tests.factories import make_board, make_task, make_token
+from tests.test_input import _mcp_post
 
 WELL_KNOWN = [
     "/.well-known/oauth-protected-resource",
@@ -160,3 +167,87 @@ def test_the_listings_carry_output_schemas(board):
     listed = Client().get("/api/boards/team/tools", headers={"Authorization": f"Bearer {token}"})
     for tool in listed.json()["tools"]:
         assert tool["output_schema"] == lookup(tool["name"]).output_schema()
+
+
+# -- who calls (read) and that they called (written), at every door -------------------------
+
+
+def _headers(token: str, **more: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}", **more}
+
+
+@pytest.mark.parametrize("team", [False, True], ids=["bound", "team"])
+def test_authenticate_reads_only(board, team):
+    raw = make_token(board, "crew" if team else "alice", team=team)
+    make_task(board, "Held")
+    services.task_claim(board=board, agent="alice", task_id="1", lease_seconds=60)
+    soon = timezone.now() + timedelta(seconds=3)
+    Task.objects.filter(board=board).update(lease_expires_at=soon)
+    roster = list(Agent.objects.values_list("name", "last_seen"))
+    with CaptureQueriesContext(connection) as queries:
+        caller = auth.authenticate(_headers(raw, **{"X-Agent": "alice"} if team else {}), "team")
+    assert caller.agent == "alice"
+    assert queries.captured_queries  # it did read the token
+    assert all(q["sql"].lstrip().upper().startswith("SELECT") for q in queries.captured_queries)
+    assert list(Agent.objects.values_list("name", "last_seen")) == roster
+    assert Task.objects.get(board=board, number=1).lease_expires_at == soon
+
+
+async def _through_http(token: str) -> None:
+    response = await AsyncClient().post(
+        "/api/boards/team/tools/TaskList",
+        data=b"{}",
+        content_type="application/json",
+        headers=_headers(token),
+    )
+    assert response.status_code == 200, response.content
+
+
+async def _through_mcp(token: str) -> None:
+    call = {"name": "TaskList", "arguments": {}}
+    rpc = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}
+    status, answer = await _mcp_post("team", token, json.dumps(rpc).encode())
+    assert status == 200, answer
+    assert not answer["result"]["isError"]
+
+
+async def _through_hook(token: str) -> None:
+    event = {
+        "hook_event_name": "SessionStart",
+        "session_id": "s1",
+        "cwd": "/w",
+        "source": "startup",
+    }
+    response = await AsyncClient().post(
+        "/api/boards/team/hooks/claude-code",
+        data=json.dumps(event),
+        content_type="application/json",
+        headers=_headers(token),
+    )
+    assert response.status_code == 200, response.content
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("door", [_through_http, _through_mcp, _through_hook])
+async def test_a_call_through_each_door_marks_the_agent_seen_and_renews_its_leases(door):
+    def arrange() -> tuple[str, datetime]:
+        board = make_board()
+        token = make_token(board, "alice")
+        make_task(board, "Held")
+        services.task_claim(board=board, agent="alice", task_id="1", lease_seconds=600)
+        soon = timezone.now() + timedelta(seconds=3)
+        Task.objects.filter(board=board).update(lease_expires_at=soon)
+        Agent.objects.filter(board=board).update(last_seen=timezone.now() - timedelta(hours=1))
+        return token, soon
+
+    token, soon = await database_sync_to_async(arrange)()
+    since = timezone.now()
+    await door(token)
+
+    def seen_and_lease() -> tuple[datetime, datetime]:
+        seen = Agent.objects.get(board__slug="team", name="alice").last_seen
+        return seen, Task.objects.get(board__slug="team", number=1).lease_expires_at
+
+    seen, lease = await database_sync_to_async(seen_and_lease)()
+    assert seen >= since
+    assert lease >= since + timedelta(seconds=590) > soon

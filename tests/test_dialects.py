@@ -6,9 +6,13 @@ import json
 
 import pytest
 from channels.db import database_sync_to_async
+from django.db import connection
+from django.db.models.signals import post_init
 from django.test import AsyncClient
+from django.test.utils import CaptureQueriesContext
 
 from boards import services
+from boards.models import Task
 from tests.factories import make_board, make_task, make_token
 
 # --- seed 002: <ns>_tasks_* ------------------------------------------------------------------
@@ -559,6 +563,81 @@ def test_seed003_input_errors_name_the_field(alice):
     # Nulls for unused fields are what many LLMs send: they are not an error.
     ok = alice.call("tasks", {"action": "list", "id": None, "label": None, "tree": False})
     assert ok.status == 200
+
+
+# --- cost: the seeds' reads are SQL, whatever the board's size ----------------------------------
+
+SEED_READS = [
+    ("tasks", {"action": "list"}),
+    ("tasks", {"action": "list", "view": "ready"}),
+    ("tasks", {"action": "list", "view": "blocked", "tree": True}),
+    ("tasks", {"action": "list", "status": "done"}),
+    ("tasks", {"action": "list", "parent_id": 1}),
+    ("tasks", {"action": "update", "id": 2, "notes": "seen"}),
+    ("board_tasks_list", {}),
+    ("board_tasks_list", {"status": "pending", "blocked": False}),
+    ("board_tasks_list", {"assignee": "alice"}),
+]
+
+
+def _filled(agent, size: int) -> None:
+    """A board of ``size`` tasks: children of #1, chains of blockers, some done, one claimed."""
+    ops = [{"action": "insert", "label": "Goal"}]
+    for n in range(2, size + 1):
+        op = {"action": "insert", "label": f"Step {n}", "parent_id": 1}
+        if n % 3 == 0:
+            op["blocked_by"] = str(n - 1)
+        ops.append(op)
+    ops += [{"action": "update", "id": n, "status": "done"} for n in range(4, size + 1, 4)]
+    assert agent.call("tasks", {"action": "batch", "ops": ops}).status == 200
+    assert agent.call("board_tasks_claim", {"id": "task-2"}).body == "ok"
+
+
+def _queries(agent, name: str, body: dict) -> int:
+    agent.call(name, body)  # the roster's seen mark is written on the first call only
+    with CaptureQueriesContext(connection) as queries:
+        reply = agent.call(name, body)
+    assert reply.status == 200, reply.body
+    return len(queries.captured_queries)
+
+
+def test_a_seed_list_costs_the_same_queries_on_a_small_and_a_large_board(agent_factory):
+    small, large = agent_factory("alice"), agent_factory("alice", on=make_board("large"))
+    _filled(small, 5)
+    _filled(large, 60)
+    for name, body in SEED_READS:
+        assert _queries(small, name, body) == _queries(large, name, body), (name, body)
+    # A list holds what the filters keep; its counts are the whole board's.
+    everything = large.call("tasks", {"action": "list"}).body
+    ready = large.call("tasks", {"action": "list", "view": "ready"}).body
+    assert [t["id"] for t in ready["tasks"]] == [
+        t["id"] for t in everything["tasks"] if t["status"] == "open"
+    ]
+    assert 0 < ready["total"] < everything["total"] == sum(ready["counts"].values()) == 60
+    assert ready["counts"]["open"] == ready["total"]
+
+
+def test_a_seed_list_loads_only_the_tasks_it_answers(agent_factory):
+    agent = agent_factory("alice")
+    _filled(agent, 60)
+    loaded: list[int] = []
+
+    def count(sender, instance, **kwargs) -> None:
+        loaded.append(instance.pk)
+
+    post_init.connect(count, sender=Task)
+    try:
+        for name, body in [
+            ("tasks", {"action": "list", "view": "ready"}),
+            ("tasks", {"action": "list", "status": "in_progress"}),
+            ("board_tasks_list", {"status": "pending", "blocked": True}),
+        ]:
+            loaded.clear()
+            reply = agent.call(name, body).body
+            answered = reply["tasks"] if isinstance(reply, dict) else reply
+            assert 0 < len(loaded) == len(answered) < 60, (name, body)
+    finally:
+        post_init.disconnect(count, sender=Task)
 
 
 # --- definitions ------------------------------------------------------------------------------

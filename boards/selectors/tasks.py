@@ -32,7 +32,7 @@ from ..models import (
     Task,
 )
 from ..numbers import id_number, spelled
-from ..rules import column_of, gives_up, in_view, is_ready, needs_of
+from ..rules import TaskQuerySet, column_of, gives_up, is_ready, needs_of
 from ..states import DEAD_ENDS, UNFINISHED
 from .search import TaskFilter, search_matching, search_ranked, search_snippets
 
@@ -129,72 +129,13 @@ class TaskView:
 
 
 def view_parent_number(task: Task) -> int | None:
-    # Annotated (task_views) or loaded (select_related, the snapshot): no query here.
+    # Annotated (task_views) or loaded (select_related): no query here.
     if task.parent_id is None:
         return None
     annotated = getattr(task, "parent_number", None)
     if annotated is not None:
         return int(annotated)
     return task.parent.number if task.parent is not None else None
-
-
-@dataclass
-class BoardSnapshot:
-    """Every task of a board with its relations, read in two queries."""
-
-    board: Board
-    views: dict[int, TaskView]
-
-    def ordered(self) -> list[TaskView]:
-        return [self.views[n] for n in sorted(self.views)]
-
-    def counts(self) -> dict[str, int]:
-        counts = dict.fromkeys(COUNT_KEYS, 0)
-        for view in self.views.values():
-            status = view.task.status
-            if status == Status.PENDING:
-                counts["blocked" if view.blocked else "pending"] += 1
-            else:
-                counts[status] += 1
-            if view.ready:
-                counts["ready"] += 1
-            if view.stuck:
-                counts["stuck"] += 1
-        return counts
-
-
-def board_snapshot(board: Board) -> BoardSnapshot:
-    tasks = list(Task.objects.filter(board=board).order_by("number"))
-    by_pk = {task.pk: task for task in tasks}
-    edges = Dependency.objects.filter(board=board).values_list("task_id", "blocker_id")
-    blocked_by: dict[int, list[int]] = {}
-    blocks: dict[int, list[int]] = {}
-    for task_pk, blocker_pk in edges:
-        blocked_by.setdefault(task_pk, []).append(blocker_pk)
-        blocks.setdefault(blocker_pk, []).append(task_pk)
-    children: dict[int, list[int]] = {}
-    for task in tasks:
-        if task.parent_id:
-            parent = by_pk.get(task.parent_id)
-            # Attach the parent object so task_to_dict reads its number without a query.
-            task.parent = parent  # type: ignore[assignment]
-            children.setdefault(task.parent_id, []).append(task.number)
-    views: dict[int, TaskView] = {}
-    labels = labels_of(by_pk)
-    for task in tasks:
-        blockers = [by_pk[pk] for pk in blocked_by.get(task.pk, ()) if pk in by_pk]
-        views[task.number] = TaskView(
-            task=task,
-            blocked_by=sorted(b.number for b in blockers),
-            open_blockers=sorted(b.number for b in blockers if b.status != Status.COMPLETED),
-            blocks=sorted(by_pk[pk].number for pk in blocks.get(task.pk, ()) if pk in by_pk),
-            children=sorted(children.get(task.pk, ())),
-            stuck_on=sorted(b.number for b in blockers if b.status in DEAD_ENDS),
-            dead_ends={b.number: b.status for b in blockers if b.status in DEAD_ENDS},
-            max_attempts=board.max_attempts,
-            labels=labels.get(task.pk, []),
-        )
-    return BoardSnapshot(board=board, views=views)
 
 
 def task_views(
@@ -208,6 +149,32 @@ def task_views(
     rows = Task.objects.filter(board=board, number__in=numbers).order_by()
     tasks = list(rows.annotate(parent_number=F("parent__number")))
     pks = [task.pk for task in tasks]
+    return _views_of(board, tasks, pks, labels_of(pks), with_children=with_children)
+
+
+def task_selection(board: Board, rows: TaskQuerySet) -> list[TaskView]:
+    """Every task ``rows`` keeps (``task_rows``, a column...), in number order, as views
+    without children or labels, in two queries whatever the board's size: the seed
+    dialects' lists and answers, which have no pages."""
+    tasks = list(rows.order_by().annotate(parent_number=F("parent__number")))
+    # Sorted here, not by the query: ordered by number, SQLite's planner may walk the
+    # board's whole (board, number) index to keep a few tasks (see ``task_page``).
+    tasks.sort(key=lambda task: task.number)
+    # The relations by a subquery, not a list of every key: a whole board's keys may be
+    # more than a query may carry (PostgreSQL takes 65,535 parameters).
+    return list(_views_of(board, tasks, rows.values("pk"), {}, with_children=False).values())
+
+
+def _views_of(
+    board: Board,
+    tasks: list[Task],
+    pks: list[int] | QuerySet[Task, Any],
+    labels: dict[int, list[str]],
+    *,
+    with_children: bool,
+) -> dict[int, TaskView]:
+    """Views of ``tasks`` (their keys ``pks``), with their relations: one query for the
+    dependency edges, one for the children when asked."""
     edges = list(
         Dependency.objects.filter(Q(task_id__in=pks) | Q(blocker_id__in=pks)).values_list(
             "task_id", "task__number", "blocker_id", "blocker__number", "blocker__status"
@@ -218,7 +185,6 @@ def task_views(
         if with_children
         else ()
     )
-    labels = labels_of(pks)
     children: dict[int, list[int]] = {}
     for parent_pk, number in child_rows:
         children.setdefault(parent_pk, []).append(number)
@@ -355,33 +321,6 @@ def derive_flags(
     return derived
 
 
-def task_list(
-    board: Board,
-    *,
-    view: str = "all",
-    status: str | None = None,
-    owner: str | None = None,
-    blocked: bool | None = None,
-    parent_id: int | None = None,
-    label: str | None = None,
-    tree: bool = False,
-) -> tuple[list[TaskView], BoardSnapshot]:
-    snapshot = board_snapshot(board)
-    selected = [
-        v
-        for v in snapshot.ordered()
-        if in_view(view, v.task, blocked=v.blocked, stuck=v.stuck, max_attempts=board.max_attempts)
-        and (status is None or v.task.status == status)
-        and (owner is None or v.task.owner == owner)
-        and (blocked is None or v.blocked == blocked)
-        and (parent_id is None or view_parent_number(v.task) == parent_id)
-        and (label is None or label.lower() in v.labels)
-    ]
-    if tree:
-        selected = tree_order(selected)
-    return selected, snapshot
-
-
 LIST_LIMIT_DEFAULT = 100
 
 
@@ -421,6 +360,36 @@ class TaskPage:
     matches: dict[int, str] = field(default_factory=dict)
 
 
+def task_rows(
+    board: Board,
+    *,
+    view: str = "all",
+    status: str | None = None,
+    owner: str | None = None,
+    blocked: bool | None = None,
+    parent_id: int | None = None,
+    label: str | None = None,
+) -> TaskQuerySet:
+    """The board's tasks that TaskList's filters keep, as a query on the stored status,
+    blocked and stuck columns (``rules.TaskQuerySet``), unordered."""
+    rows = Task.objects.filter(board=board).view(view, board.max_attempts).order_by()
+    if status is not None:
+        rows = rows.filter(status=status)
+    if owner is not None:
+        rows = rows.filter(owner=owner)
+    if blocked is not None:
+        rows = (
+            rows.filter(blocked=blocked)
+            if blocked
+            else rows.filter(Q(blocked=False) | Q(status__in=TERMINAL_STATUSES))
+        )
+    if parent_id is not None:
+        rows = rows.filter(parent__number=parent_id, parent__board=board)
+    if label is not None:
+        rows = rows.filter(label_rows__name=label.lower())
+    return rows
+
+
 def task_page(
     board: Board,
     *,
@@ -445,21 +414,15 @@ def task_page(
     word, best match first, each with its snippet; its pages follow the rank order by
     position (``search_page``).
     """
-    rows = Task.objects.filter(board=board).view(view, board.max_attempts).order_by()
-    if status is not None:
-        rows = rows.filter(status=status)
-    if owner is not None:
-        rows = rows.filter(owner=owner)
-    if blocked is not None:
-        rows = (
-            rows.filter(blocked=blocked)
-            if blocked
-            else rows.filter(Q(blocked=False) | Q(status__in=TERMINAL_STATUSES))
-        )
-    if parent_id is not None:
-        rows = rows.filter(parent__number=parent_id, parent__board=board)
-    if label is not None:
-        rows = rows.filter(label_rows__name=label.lower())
+    rows = task_rows(
+        board,
+        view=view,
+        status=status,
+        owner=owner,
+        blocked=blocked,
+        parent_id=parent_id,
+        label=label,
+    )
     if query is not None:
         return search_page(board, rows, search_terms(query), limit=limit, cursor=cursor, tree=tree)
     total = rows.count()

@@ -1,35 +1,5 @@
-"""The seeds' own tool sets on the tool endpoint (SPEC §4 "Seed dialects").
-
-Agents written for seed 002 or seed 003 call ``POST /api/boards/<slug>/tools/<name>``
-with their own tool names, field names and answer shapes. Each tool here is declared
-like a canonical one (``@tool``, in the same registry, tagged with its seed) and is a
-thin adapter: it validates the input with a strict pydantic model, renames fields, calls
-the same services and selectors as the canonical tools, and renders the answer in
-the seed's shape. Claim rules, reference and cycle checks, auto-unblock and
-numbering all come from ``services``; nothing here decides them again.
-
-Seed 002 (``<ns>_tasks_create / _list / _get / _claim / _update / _watch``, any
-alphanumeric namespace ``<ns>``):
-
-- ``title`` ↔ subject, ``assignee`` ↔ owner, ``created_by`` ↔ createdBy; ids are
-  shown as ``task-N`` and accepted as ``task-N``, ``N`` or the integer N.
-- Create refuses a status other than pending, an assignee, and (from the services)
-  unknown or self ``blocked_by`` ids. It answers ``{"id": "task-1"}``.
-- Claim and update answer the JSON string ``"ok"``; list answers a bare JSON array
-  sorted by number (not the Go string order, where ``task-10`` sorts before
-  ``task-2``). These bare answers carry no ``unreadMessages``; object answers do.
-- Update's ``blocked_by`` replaces the list (added and removed edges go through the
-  services, so unknown ids are refused, unlike the Go store). Its statuses are
-  ours: pending, in_progress, completed, failed, cancelled.
-- A claim of a task that needs approval records the request (as TaskClaim does) and
-  answers 202 with a string saying so, instead of ``"ok"``.
-- Watch waits until the task is completed, failed or cancelled and answers the task;
-  an approval decision alone does not end it. It gives up after
-  ``KANBAN_WATCH_MAX_SECONDS`` with 408 ``watch_timeout`` (the Go store's context
-  deadline), after which the agent calls it again. A deleted task answers 404.
-- Error messages name ids the seed's way: ``task-3 is owned by bob``.
-
-Seed 003 (one tool ``tasks`` with ``action`` insert / list / update / delete / batch):
+"""Seed 003's one tool, ``tasks``, on the tool endpoint (SPEC §4 "Seed dialects"), with
+``action`` insert / list / update / delete / batch:
 
 - ``label`` ↔ subject; ``id``, ``parent_id`` and the ids in answers are integers;
   ``blocked_by`` is a comma-separated string of ids (a list is accepted too).
@@ -65,292 +35,19 @@ Seed 003 (one tool ``tasks`` with ``action`` insert / list / update / delete / b
 
 from __future__ import annotations
 
-import asyncio
 import re
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
-from django.conf import settings
 from pydantic import BeforeValidator, Field, StrictBool, WithJsonSchema
 
-from . import canonical, numbers, schemas, selectors, services
-from .auth import Caller
-from .canonical import Answer
-from .errors import InvalidInput, NotFound, ServiceError
-from .models import TERMINAL_STATUSES, Status
-from .schemas import Handler, tool
-
-SEED002, SEED003 = "seed002", "seed003"
-DIALECTS = (SEED002, SEED003)
-
-
-@dataclass
-class BareAnswer(Answer):
-    """An answer that is a bare JSON value, not an object (seed 002's ``"ok"`` and list)."""
-
-    body: Any = None
-
-
-# --- seed 002 -------------------------------------------------------------------------------
-
-TASK_N = re.compile(r"^(?:task-)?#?([0-9]{1,9})$")
-
-
-def _seed002_id(value: Any) -> Any:
-    if isinstance(value, int) and not isinstance(value, bool):
-        value = str(value)
-    if isinstance(value, str):
-        match = TASK_N.match(value.strip())
-        if match:
-            return str(int(match.group(1)))
-        if numbers.foreign_digits(value):
-            raise ValueError(numbers.FOREIGN_DIGITS)
-    raise ValueError('must be a task id like "task-3"')
-
-
-Seed002Id = Annotated[
-    str,
-    BeforeValidator(_seed002_id),
-    WithJsonSchema({"type": "string", "description": 'A task id, e.g. "task-3".'}),
-]
-Seed002Ids = Annotated[list[Seed002Id], Field(max_length=100)]
-Assignee = Annotated[str, Field(max_length=100)]
-
-
-class Seed002Create(schemas.ToolInput):
-    """Create a task on the shared board; answers {"id": "task-1"}. New tasks are pending and
-    unassigned: a status other than pending, an assignee, or a blocked_by id that does not exist
-    (or is the task itself) is refused. blocked_by lists tasks that must complete first."""
-
-    title: schemas.Subject = Field(description='Short imperative title, e.g. "Fix auth bug".')
-    description: schemas.Long = Field("", description="What needs to be done, in detail.")
-    blocked_by: Seed002Ids = Field(
-        [], description='Ids of tasks that must complete before this one, e.g. ["task-1"].'
-    )
-    metadata: schemas.Metadata | None = None
-    status: schemas.Status | None = Field(
-        None, description="New tasks are always pending; any other status is refused."
-    )
-    assignee: Assignee | None = Field(
-        None, description="Refused: new tasks are unassigned; claim the task after creating it."
-    )
-
-
-class Seed002List(schemas.ToolInput):
-    """List tasks as a JSON array sorted by id, filtered by status, assignee and blocked. To find
-    work: {"status": "pending", "blocked": false}."""
-
-    status: schemas.Status | None = None
-    assignee: Assignee | None = Field(None, description='Only tasks of this agent ("" = none).')
-    blocked: StrictBool | None = Field(
-        None, description="true: only blocked tasks; false: only tasks free to start."
-    )
-
-
-class Seed002ById(schemas.ToolInput):
-    id: Seed002Id
-
-
-class Seed002Get(Seed002ById):
-    """Read one task in full by id."""
-
-
-class Seed002Claim(Seed002ById):
-    """Atomically assign a task to yourself and start it (in_progress); answers "ok". Exactly one
-    of many concurrent claimers wins. Fails when the task is blocked, assigned to another agent,
-    or finished; claiming your own task again is a no-op."""
-
-
-class Seed002Watch(Seed002ById):
-    __doc__ = (
-        "Wait until a task is completed, failed or cancelled and return it. After "
-        f"{settings.KANBAN_WATCH_MAX_SECONDS} seconds it gives up with an error; call it again."
-    )
-
-
-class Seed002Update(schemas.ToolInput):
-    """Change a task's status, description, blockers or metadata; answers "ok". Complete your work
-    with {"id": ..., "status": "completed"} (or "failed"); completing a task unblocks the tasks
-    waiting for it. blocked_by replaces the list; metadata is merged key by key and null removes
-    a key."""
-
-    id: Seed002Id
-    status: schemas.Status | None = None
-    description: schemas.Long | None = None
-    blocked_by: Seed002Ids | None = Field(
-        None, description="Replaces the task's blockers ([] removes them all)."
-    )
-    metadata: schemas.Metadata | None = None
-
-
-def _as_task_n(message: str) -> str:
-    """``Task #3 is blocked by #1`` → ``task-3 is blocked by task-1``."""
-    return re.sub(r"#([0-9]+)", r"task-\1", re.sub(r"\b[Tt]ask #([0-9]+)", r"task-\1", message))
-
-
-@contextmanager
-def _task_n_errors() -> Iterator[None]:
-    try:
-        yield
-    except ServiceError as exc:
-        exc.message = _as_task_n(exc.message)
-        raise
-
-
-def _seed002_task(task: dict[str, Any]) -> dict[str, Any]:
-    """A canonical task dict in the Go store's JSON (``omitempty`` fields left out)."""
-    data: dict[str, Any] = {"id": f"task-{task['id']}", "title": task["subject"]}
-    if task["description"]:
-        data["description"] = task["description"]
-    data["status"] = task["status"]
-    if task["owner"]:
-        data["assignee"] = task["owner"]
-    if task["blockedBy"]:
-        data["blocked_by"] = [f"task-{n}" for n in task["blockedBy"]]
-    if task["metadata"]:
-        data["metadata"] = task["metadata"]
-    if task["createdBy"]:
-        data["created_by"] = task["createdBy"]
-    return data
-
-
-def _seed002_view(caller: Caller, number: int) -> dict[str, Any]:
-    return selectors.task_to_dict(selectors.task_view(caller.board, number))
-
-
-ANY_NAMESPACE = (
-    " The board_ prefix is a namespace: any alphanumeric one works the same way "
-    "(<ns>_tasks_{0}, e.g. myteam_tasks_{0})."
-)
-
-
-def seed002_tool(*, name: str, input: type[schemas.ToolInput]) -> Callable[[Handler], Handler]:
-    """Declare seed 002's ``board_tasks_<action>``, which any ``<ns>_tasks_<action>`` calls
-    (the handler gets ``ns``)."""
-    action = name.removeprefix("board_tasks_")
-    return tool(
-        name=name,
-        input=input,
-        dialect=SEED002,
-        pattern=rf"^(?P<ns>[A-Za-z0-9]+)_tasks_{action}$",
-        description=schemas.one_paragraph(input.__doc__) + ANY_NAMESPACE.format(action),
-    )
-
-
-@seed002_tool(name="board_tasks_create", input=Seed002Create)
-def seed002_create(caller: Caller, data: Seed002Create, *, ns: str) -> Answer:
-    problems = []
-    if data.status not in (None, Status.PENDING):
-        problems.append(
-            ("status", f"a new task is always pending; create it, then call {ns}_tasks_update")
-        )
-    if data.assignee:
-        problems.append(
-            ("assignee", f"a new task is unassigned; create it, then call {ns}_tasks_claim")
-        )
-    if problems:
-        raise InvalidInput(
-            "; ".join(f"{name}: {text}" for name, text in problems),
-            details=[{"field": name, "message": text} for name, text in problems],
-        )
-    with _task_n_errors():
-        outcome = services.task_create(
-            board=caller.board,
-            actor=caller.agent,
-            subject=data.title,
-            description=data.description,
-            blocked_by=data.blocked_by,
-            metadata=data.metadata,
-        )
-    return Answer({"id": f"task-{outcome.task_number}"})
-
-
-@seed002_tool(name="board_tasks_list", input=Seed002List)
-def seed002_list(caller: Caller, data: Seed002List, *, ns: str) -> Answer:
-    views, _ = selectors.task_list(
-        caller.board, status=data.status, owner=data.assignee, blocked=data.blocked
-    )
-    return BareAnswer([_seed002_task(selectors.task_to_dict(v)) for v in views])
-
-
-@seed002_tool(name="board_tasks_get", input=Seed002Get)
-def seed002_get(caller: Caller, data: Seed002Get, *, ns: str) -> Answer:
-    with _task_n_errors():
-        return Answer(_seed002_task(_seed002_view(caller, int(data.id))))
-
-
-@seed002_tool(name="board_tasks_claim", input=Seed002Claim)
-def seed002_claim(caller: Caller, data: Seed002Claim, *, ns: str) -> Answer:
-    with _task_n_errors():
-        outcome = services.task_claim(board=caller.board, agent=caller.agent, task_id=data.id)
-    if outcome.awaiting_approval:
-        return BareAnswer(
-            f"awaiting approval: a person must approve task-{data.id} before it starts; "
-            f"{ns}_tasks_get shows when it is in_progress and yours",
-            status=202,
-        )
-    return BareAnswer("ok")
-
-
-@seed002_tool(name="board_tasks_update", input=Seed002Update)
-def seed002_update(caller: Caller, data: Seed002Update, *, ns: str) -> Answer:
-    added: list[str] = []
-    removed: list[str] = []
-    with _task_n_errors():
-        if data.blocked_by is not None:  # replaces the list: add and remove the difference
-            current = _seed002_view(caller, int(data.id))["blockedBy"]
-            added = [n for n in data.blocked_by if n not in current]
-            removed = [n for n in current if n not in data.blocked_by]
-        services.task_update(
-            board=caller.board,
-            actor=caller.agent,
-            task_id=data.id,
-            status=data.status,
-            description=data.description,
-            metadata=data.metadata,
-            add_blocked_by=added,
-            remove_blocked_by=removed,
-        )
-    return BareAnswer("ok")
-
-
-class WatchTimedOut(ServiceError):
-    status = 408
-    code = "watch_timeout"
-
-
-@seed002_tool(name="board_tasks_watch", input=Seed002Watch)
-async def seed002_watch(caller: Caller, data: Seed002Watch, *, ns: str) -> Answer:
-    """Block until the task is finished, on the canonical TaskWatch's event stream."""
-    # Seed 002 waits for a finished task, not for approval decisions. Watching as nobody in
-    # particular skips TaskWatch's "your own request was just decided" early return, which
-    # would otherwise answer again at once on every turn of this loop.
-    watcher = Caller(board=caller.board, agent="", token_id=caller.token_id)
-    loop = asyncio.get_running_loop()
-    limit = float(settings.KANBAN_WATCH_MAX_SECONDS)
-    deadline = loop.time() + limit
-    with _task_n_errors():
-        while True:
-            remaining = min(max(deadline - loop.time(), 0.0), 300.0)
-            watch = schemas.TaskWatchInput.model_validate(
-                {"taskId": data.id, "timeoutSeconds": remaining}
-            )
-            answer = await canonical.handle_task_watch(watcher, watch)
-            task = answer.body["task"]
-            if task is None:
-                raise NotFound(f"Task #{data.id} was deleted", code="task_deleted")
-            if task["status"] in TERMINAL_STATUSES:
-                return Answer(_seed002_task(task))
-            if answer.body["timedOut"] or loop.time() >= deadline:
-                raise WatchTimedOut(
-                    f"Task #{data.id} is still {task['status']} after {limit:g} seconds; "
-                    f"call {ns}_tasks_watch again to keep waiting"
-                )
-
-
-# --- seed 003 -------------------------------------------------------------------------------
+from .. import numbers, schemas, selectors, services
+from ..auth import Caller
+from ..canonical import Answer
+from ..errors import InvalidInput
+from ..models import Board, Status
+from ..schemas import tool
+from .common import SEED003
 
 REF = re.compile(r"^[A-Za-z0-9_.:-]*[A-Za-z_.:-][A-Za-z0-9_.:-]*$")
 NOT_A_TASK = "must be a task id (an integer) or, in a batch, the ref of an insert"
@@ -464,6 +161,7 @@ COLUMN_STATUS = {
     "in_progress": "in_progress",
     "completed": "done",
 }
+STATUS_COLUMN = {status: column for column, status in COLUMN_STATUS.items()}
 FIELD_NAMES = {
     "subject": "label",
     "parentId": "parent_id",
@@ -516,8 +214,9 @@ def _seed003_task(view: selectors.TaskView, *, tree: bool = False) -> dict[str, 
     return data
 
 
-def _seed003_counts(snapshot: selectors.BoardSnapshot) -> dict[str, int]:
-    counts = snapshot.counts()
+def _seed003_counts(board: Board) -> dict[str, int]:
+    """The whole board's, from the counts the board keeps (one query, whatever its size)."""
+    counts = selectors.board_counts(board)
     return {
         "open": counts["pending"],
         "in_progress": counts["in_progress"],
@@ -529,7 +228,7 @@ def _seed003_counts(snapshot: selectors.BoardSnapshot) -> dict[str, int]:
 def _seed003_answer(
     action: str,
     views: Sequence[selectors.TaskView],
-    snapshot: selectors.BoardSnapshot,
+    board: Board,
     *,
     tree: bool = False,
     changes: Sequence[dict[str, Any]] = (),
@@ -540,7 +239,7 @@ def _seed003_answer(
         "action": action,
         "tasks": [_seed003_task(v, tree=tree) for v in views],
         "total": len(views),
-        "counts": _seed003_counts(snapshot),
+        "counts": _seed003_counts(board),
         "changes": list(changes),
     }
     if operations is not None:
@@ -560,16 +259,19 @@ def _integer(field_name: str, token: str) -> str:
 
 def _seed003_list(caller: Caller, data: Seed003Input) -> Answer:
     parent = _integer("parent_id", data.parent_id) if data.parent_id else None
-    views, snapshot = selectors.task_list(
+    rows = selectors.task_rows(
         caller.board,
         view="ready" if data.view == "ready" else "all",
         parent_id=int(parent) if parent else None,
     )
-    wanted = {s for s in (data.status, data.view) if s not in (None, "ready")}
-    selected = [v for v in views if wanted <= {COLUMN_STATUS[v.column]}]
+    # A status and a view each name a column; given both, a task must be in both (so
+    # none are, unless they agree).
+    for wanted in {data.status, data.view} - {None, "ready"}:
+        rows = rows.in_column(STATUS_COLUMN[str(wanted)])
+    selected = selectors.task_selection(caller.board, rows)
     if data.tree:
         selected = selectors.tree_order(selected)
-    return _seed003_answer("list", selected, snapshot, tree=data.tree)
+    return _seed003_answer("list", selected, caller.board, tree=data.tree)
 
 
 class _Plan:
@@ -724,12 +426,14 @@ def _seed003_write(
 ) -> Answer:
     plan = _Plan(caller, ops, batch=batch)
     outcome = services.task_batch(board=caller.board, actor=caller.agent, ops=plan.service_ops)
-    snapshot = selectors.board_snapshot(caller.board)
+    # The seed answers every write with the whole board (its "task snapshot"), in a
+    # constant number of queries; the counts are the board's own.
+    every = selectors.task_selection(caller.board, selectors.task_rows(caller.board))
     written = [int(outcome.operations[plan.owners.index(i)]["taskId"]) for i in range(len(ops))]
     # Labels for insert and delete changes: of the tasks as they were, and as inserted.
     labels = {number: view.task.subject for number, view in plan.before.items()}
     labels |= {n: op.label for n, op in zip(written, ops, strict=True) if op.label is not None}
-    labels |= {n: view.task.subject for n, view in snapshot.views.items()}
+    labels |= {view.number: view.task.subject for view in every}
     changes = _seed003_changes(outcome.changes, labels)
     operations = None
     if batch:
@@ -739,9 +443,7 @@ def _seed003_write(
             if index in plan.user_refs:
                 result["ref"] = plan.user_refs[index]
             operations.append(result)
-    return _seed003_answer(
-        action, snapshot.ordered(), snapshot, changes=changes, operations=operations
-    )
+    return _seed003_answer(action, every, caller.board, changes=changes, operations=operations)
 
 
 @tool(name="tasks", input=Seed003Input, dialect=SEED003)
