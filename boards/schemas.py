@@ -28,12 +28,9 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from . import numbers
+from . import limits, numbers
 from .errors import BODY, CONFLICT_DETAILS, ErrorBody
 from .metrics import RANGE_KEYS
-from .selectors import ACTIVITY_MAX
-
-LONG_TEXT = 100_000
 
 
 def _task_id(value: Any) -> Any:
@@ -58,24 +55,31 @@ TaskId = Annotated[
 # In a batch an operation may name a task created earlier in the same batch by its ref.
 TaskRef = Annotated[
     str,
-    StringConstraints(min_length=1, max_length=64),
+    StringConstraints(min_length=1, max_length=limits.REF_MAX),
     BeforeValidator(_task_id),
     Field(description='A task id ("3") or the ref of a create in the same batch ("api").'),
 ]
 Ref = Annotated[
     str,
     StringConstraints(
-        min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.:-]*[A-Za-z_.:-][A-Za-z0-9_.:-]*$"
+        min_length=1,
+        max_length=limits.REF_MAX,
+        pattern=r"^[A-Za-z0-9_.:-]*[A-Za-z_.:-][A-Za-z0-9_.:-]*$",
     ),
     Field(description='Your name for a task created in this batch, e.g. "db"; not all digits.'),
 ]
-Subject = Annotated[str, StringConstraints(min_length=1, max_length=200, strip_whitespace=True)]
-Short = Annotated[str, StringConstraints(max_length=200)]
-Long = Annotated[str, StringConstraints(max_length=LONG_TEXT)]
-Name = Annotated[str, StringConstraints(min_length=1, max_length=100, strip_whitespace=True)]
-MetaKey = Annotated[str, StringConstraints(min_length=1, max_length=100)]
+Subject = Annotated[
+    str, StringConstraints(min_length=1, max_length=limits.SUBJECT_MAX, strip_whitespace=True)
+]
+Short = Annotated[str, StringConstraints(max_length=limits.SUBJECT_MAX)]
+Long = Annotated[str, StringConstraints(max_length=limits.LONG_TEXT_MAX)]
+Name = Annotated[
+    str, StringConstraints(min_length=1, max_length=limits.NAME_MAX, strip_whitespace=True)
+]
+OwnerName = Annotated[str, StringConstraints(max_length=limits.NAME_MAX)]
+MetaKey = Annotated[str, StringConstraints(min_length=1, max_length=limits.METADATA_KEY_MAX)]
 MetaValue = (
-    Annotated[str, StringConstraints(max_length=10_000)]
+    Annotated[str, StringConstraints(max_length=limits.METADATA_VALUE_MAX)]
     | StrictInt
     | StrictFloat
     | StrictBool
@@ -84,13 +88,13 @@ MetaValue = (
 Metadata = Annotated[
     dict[MetaKey, MetaValue],
     Field(
-        max_length=100,
+        max_length=limits.METADATA_KEYS_MAX,
         description="Flat JSON object of strings, numbers and booleans. On update, keys are "
         "merged into the existing metadata and a key set to null is removed.",
     ),
 ]
-IdList = Annotated[list[TaskId], Field(max_length=100)]
-RefList = Annotated[list[TaskRef], Field(max_length=100)]
+IdList = Annotated[list[TaskId], Field(max_length=limits.IDS_MAX)]
+RefList = Annotated[list[TaskRef], Field(max_length=limits.IDS_MAX)]
 Status = Literal["pending", "in_progress", "completed", "failed", "cancelled"]
 PriorityName = Literal["urgent", "high", "normal", "low"]
 PRIORITY_HELP = "urgent, high, normal (the default) or low; claim-next takes the highest first."
@@ -112,10 +116,10 @@ class CanonicalInput(ToolInput):
     model_config = ConfigDict(alias_generator=to_camel)
 
 
-LabelName = Annotated[str, StringConstraints(min_length=1, max_length=64)]
-LabelList = Annotated[list[LabelName], Field(max_length=10)]
+LabelName = Annotated[str, StringConstraints(min_length=1, max_length=limits.LABEL_MAX)]
+LabelList = Annotated[list[LabelName], Field(max_length=limits.LABELS_MAX)]
 LABELS_HELP = (
-    "Labels (at most 10; letters, digits, '.', '_', '-' and spaces; case does not matter), "
+    f"Labels (at most {limits.LABELS_MAX}; letters, digits, '.', '_', '-' and spaces; case does not matter), "
     "to group and find tasks."
 )
 
@@ -163,10 +167,12 @@ class UsageInput(CanonicalInput):
     # The services take usage as the mapping agents send: dumped by its camelCase names.
     model_config = ConfigDict(serialize_by_alias=True)
 
-    input_tokens: StrictInt = Field(0, ge=0, le=10**9, description="Input tokens used.")
-    output_tokens: StrictInt = Field(0, ge=0, le=10**9, description="Output tokens used.")
-    cost_usd: float = Field(0, ge=0, le=10_000, description="Cost in US dollars.")
-    model: Annotated[str, StringConstraints(max_length=100)] = Field(
+    input_tokens: StrictInt = Field(0, ge=0, le=limits.TOKENS_MAX, description="Input tokens used.")
+    output_tokens: StrictInt = Field(
+        0, ge=0, le=limits.TOKENS_MAX, description="Output tokens used."
+    )
+    cost_usd: float = Field(0, ge=0, le=int(limits.COST_MAX), description="Cost in US dollars.")
+    model: Annotated[str, StringConstraints(max_length=limits.MODEL_MAX)] = Field(
         "", description="The model that did the work."
     )
 
@@ -184,7 +190,7 @@ class _UpdateFields(CanonicalInput):
     status: (
         Literal["pending", "in_progress", "completed", "failed", "cancelled", "deleted"] | None
     ) = Field(None, description='New status; "deleted" deletes the task.')
-    owner: Annotated[str, StringConstraints(max_length=100)] | None = Field(
+    owner: OwnerName | None = Field(
         None, description="Agent name (or empty to unassign). Prefer TaskClaim / TaskReassign."
     )
     add_blocked_by: IdList = Field([], description="Add blockers: tasks that must complete first.")
@@ -241,15 +247,15 @@ class TaskListInput(CanonicalInput):
         "started).",
     )
     status: Status | None = None
-    owner: Annotated[str, StringConstraints(max_length=100)] | None = None
+    owner: OwnerName | None = None
     blocked: StrictBool | None = None
     parent_id: TaskId | None = None
     label: LabelName | None = Field(None, description="Only tasks with this label.")
-    query: Annotated[str, StringConstraints(max_length=200)] | None = Field(
+    query: Annotated[str, StringConstraints(max_length=limits.QUERY_MAX)] | None = Field(
         None,
         description="Words to find in the tasks' text; each word also matches longer words "
         'it starts ("migr" finds "migration"), every word must be found. Operators and '
-        "punctuation are ignored. At most 200 characters.",
+        f"punctuation are ignored. At most {limits.QUERY_MAX} characters.",
     )
     tree: StrictBool = Field(False, description="Order depth-first by parent, with a depth field.")
     format: Literal["json", "text"] = Field(
@@ -257,7 +263,10 @@ class TaskListInput(CanonicalInput):
         description='"text" answers compact lines like "#2. [ ] Write tests  blocked by: #1".',
     )
     limit: StrictInt = Field(
-        100, ge=1, le=500, description="Tasks per page (1 to 500, default 100)."
+        limits.LIST_PAGE,
+        ge=1,
+        le=limits.LIST_MAX,
+        description=f"Tasks per page (1 to {limits.LIST_MAX}, default {limits.LIST_PAGE}).",
     )
     cursor: Annotated[str, StringConstraints(max_length=100)] | None = Field(
         None, description="nextCursor from the previous page, to read the next one."
@@ -285,9 +294,10 @@ class TaskClaimInput(CanonicalInput):
     )
     lease_seconds: StrictInt | None = Field(
         None,
-        ge=5,
-        le=86_400,
-        description="How long your claim lasts without a tool call from you (5 to 86400; "
+        ge=limits.LEASE_MIN,
+        le=limits.LEASE_MAX,
+        description="How long your claim lasts without a tool call from you "
+        f"({limits.LEASE_MIN} to {limits.LEASE_MAX}; "
         "default: the board's setting). Any call renews it; TaskHeartbeat during long work.",
     )
 
@@ -353,12 +363,10 @@ class TaskBatchInput(CanonicalInput):
     or a cycle rejects the batch with a message like 'Cycle detected: 3 → 5 → 3'. Returns
     {operations, changes, counts}."""
 
-    ops: Annotated[list[BatchOp], Field(min_length=1, max_length=500)]
+    ops: Annotated[list[BatchOp], Field(min_length=1, max_length=limits.BATCH_OPS_MAX)]
 
 
-# Under the 60 s request timeout of common MCP clients (the TypeScript SDK's default), so
-# a default watch answers timedOut: true before the client gives up.
-WATCH_DEFAULT_SECONDS = 45
+WATCH_DEFAULT_SECONDS = limits.WATCH_DEFAULT_SECONDS
 
 
 class TaskWatchInput(CanonicalInput):
@@ -368,10 +376,10 @@ class TaskWatchInput(CanonicalInput):
     result or for approval instead of polling TaskGet."""
 
     task_id: TaskId
-    timeout_seconds: Annotated[float, Field(ge=0, le=300)] = Field(
+    timeout_seconds: Annotated[float, Field(ge=0, le=limits.WATCH_MAX_SECONDS)] = Field(
         WATCH_DEFAULT_SECONDS,
         description=f"Give up after this many seconds (default {WATCH_DEFAULT_SECONDS}, at most "
-        "300) with timedOut: true; then call again to keep waiting.",
+        f"{limits.WATCH_MAX_SECONDS}) with timedOut: true; then call again to keep waiting.",
     )
 
 
@@ -381,7 +389,12 @@ class TaskRequestApprovalInput(CanonicalInput):
     task is cancelled with the person's note."""
 
     task_id: TaskId
-    reason: Annotated[str, StringConstraints(min_length=1, max_length=2000, strip_whitespace=True)]
+    reason: Annotated[
+        str,
+        StringConstraints(
+            min_length=1, max_length=limits.APPROVAL_REASON_MAX, strip_whitespace=True
+        ),
+    ]
 
 
 class InboxReadInput(CanonicalInput):
@@ -769,7 +782,7 @@ def _read_paths(errors: dict[str, Any]) -> dict[str, Any]:
     }
     events = [
         query("after", {**whole, "minimum": 0, "maximum": 2**62}, "Events after this seq."),
-        query("limit", {**whole, "minimum": 1, "maximum": ACTIVITY_MAX}, "Events per page."),
+        query("limit", {**whole, "minimum": 1, "maximum": limits.ACTIVITY_MAX}, "Events per page."),
         query("taskId", {**whole, "minimum": 1, "maximum": 2**31 - 1}, "Only this task's."),
         query("actor", {"type": "string"}, "Only this agent's or person's."),
         query("kind", {"type": "string"}, "Only events of this kind."),

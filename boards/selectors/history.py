@@ -11,6 +11,7 @@ from django.db.models import (
     QuerySet,
 )
 
+from .. import limits
 from ..activity import DEFAULT_NOTIFY, describe, signal_of
 from ..models import (
     Agent,
@@ -58,10 +59,8 @@ def task_history(board: Board, number: int, *, limit: int = 200) -> list[Event]:
     return list(_task_events(board, number).order_by("-seq")[:limit])
 
 
-ACTIVITY_PAGE = 50
-
-
-ACTIVITY_MAX = 500
+ACTIVITY_PAGE = limits.ACTIVITY_PAGE
+ACTIVITY_MAX = limits.ACTIVITY_MAX
 
 
 def activity_page(

@@ -16,6 +16,7 @@ from django.db.models import (
     QuerySet,
 )
 
+from .. import limits
 from ..activity import needs_sentence
 from ..errors import InvalidInput, NotFound
 from ..fulltext import Terms, search_terms
@@ -354,7 +355,7 @@ def task_list(
     return selected, snapshot
 
 
-LIST_LIMIT_DEFAULT = 100
+LIST_LIMIT_DEFAULT = limits.LIST_PAGE
 
 
 def encode_cursor(number: int, kind: str = "after") -> str:

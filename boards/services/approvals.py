@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .. import limits
 from ..models import ApprovalState, Board, Message
 from . import lifecycle
 from .work import Outcome, shown, text, unit_of_work
@@ -9,7 +10,7 @@ from .work import Outcome, shown, text, unit_of_work
 
 def approval_request(*, board: Board, agent: str, task_id: str | int, reason: str) -> Outcome:
     """An agent asks a person before doing something on a task ("about to run the migration")."""
-    reason = text("reason", reason, 2000, required=True)
+    reason = text("reason", reason, limits.APPROVAL_REASON_MAX, required=True)
     with unit_of_work(board, agent) as work:
         task = work.task(task_id)
         lifecycle.request_approval(work, task, reason)

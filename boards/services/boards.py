@@ -9,13 +9,13 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
 from django.db import transaction
 
-from .. import numbers
+from .. import limits, numbers
 from ..errors import Conflict, InvalidInput
 from ..models import Board, Task
 from . import hooks
 from .work import KEPT_FIELDS, Outcome, text, unit_of_work
 
-SLUG_MAX = 64
+SLUG_MAX = limits.SLUG_MAX
 
 
 def board_create(*, slug: str, name: str = "", actor: str = "system") -> Board:
@@ -29,7 +29,7 @@ def board_create(*, slug: str, name: str = "", actor: str = "system") -> Board:
         raise InvalidInput(
             "slug: letters, numbers, hyphens or underscores only", field="slug"
         ) from exc
-    name = text("name", name or slug, 200, required=True)
+    name = text("name", name or slug, limits.BOARD_NAME_MAX, required=True)
     with transaction.atomic():
         if Board.objects.filter(slug=slug).exists():
             raise Conflict(f"Board {slug!r} already exists", code="exists")
@@ -55,7 +55,7 @@ def board_reset(*, board: Board, actor: str) -> Outcome:
 
 # The board's work settings: public name → (model field, smallest, largest); None clears.
 SETTINGS = {
-    "leaseSeconds": ("lease_seconds", 1, 86_400),
+    "leaseSeconds": ("lease_seconds", limits.LEASE_MIN, limits.LEASE_MAX),
     "maxAttempts": ("max_attempts", 1, 100),
     "maxInProgressPerAgent": ("max_in_progress_per_agent", 1, 10_000),
     "maxInProgress": ("max_in_progress", 1, 100_000),
@@ -66,7 +66,7 @@ SETTINGS = {
 REQUIRED_SETTINGS = frozenset({"max_attempts", "silent_after_seconds", "failure_grace_seconds"})
 
 
-BUDGET_MAX = Decimal("1000000000")
+BUDGET_MAX = limits.BUDGET_MAX
 
 
 def _budget(value: Any) -> Decimal | None:

@@ -9,13 +9,13 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 
-from .. import events
+from .. import events, limits
 from ..errors import Conflict, Gone, InvalidInput, NotFound
 from ..models import Board, Invite, Membership, Role, hash_token
 from .work import text, unit_of_work
 
 # Django's username column; text() also refuses NUL, which PostgreSQL cannot even compare.
-USERNAME_MAX = 150
+USERNAME_MAX = limits.PERSON_NAME_MAX
 INVITE_DAYS_DEFAULT = 7
 INVITE_DAYS_MAX = 30
 INVITE_PREFIX = "inv_"

@@ -7,6 +7,7 @@ from typing import Any
 
 from django.db.models import Case, F, When
 
+from .. import limits
 from ..errors import Conflict, InvalidInput
 from ..models import PRIORITY_BY_NAME, Board, Message, Priority, Status, Task
 from ..selectors import task_to_dict, task_view
@@ -24,9 +25,9 @@ from .work import (
     unit_of_work,
 )
 
-METADATA_MAX_KEYS = 100
-METADATA_KEY_MAX = 100
-METADATA_VALUE_MAX = 10_000
+METADATA_MAX_KEYS = limits.METADATA_KEYS_MAX
+METADATA_KEY_MAX = limits.METADATA_KEY_MAX
+METADATA_VALUE_MAX = limits.METADATA_VALUE_MAX
 
 # Text fields an update may set: model field → (public name, length limit).
 UPDATABLE_TEXT = {

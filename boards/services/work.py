@@ -19,7 +19,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from .. import events
+from .. import events, limits
 from ..activity import NEEDS_ATTENTION, status_to
 from ..errors import InvalidInput, NotFound
 from ..models import Board, Dependency, Event, FlowDay, Reason, Task
@@ -35,11 +35,10 @@ FINISHED_COUNTERS = {
 }
 # The board's kept open counts (``rules.KEPT_COUNTS``), by field.
 KEPT_FIELDS = {key: f"{key}_count" for key in KEPT_COUNTS}
-SUBJECT_MAX = 200
-NAME_MAX = 100
-LONG_TEXT_MAX = 100_000
-# Event rows keep long texts shortened: the task itself has them in full.
-EVENT_VALUE_MAX = 500
+SUBJECT_MAX = limits.SUBJECT_MAX
+NAME_MAX = limits.NAME_MAX
+LONG_TEXT_MAX = limits.LONG_TEXT_MAX
+EVENT_VALUE_MAX = limits.EVENT_VALUE_MAX
 
 
 @dataclass(frozen=True)
