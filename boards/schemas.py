@@ -32,31 +32,18 @@ from . import limits, numbers
 from .errors import BODY, CONFLICT_DETAILS, ErrorBody
 from .metrics import RANGE_KEYS
 
-
-def _task_id(value: Any) -> Any:
-    # LLMs often send 3 or "#3" for "3"; all mean the same task.
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    if isinstance(value, str):
-        text = value.strip().lstrip("#")
-        if numbers.foreign_digits(text):  # "٣" is not task 3, nor "²" a 500
-            raise ValueError(numbers.FOREIGN_DIGITS)
-        return text
-    return value
-
-
 # StringConstraints first, so its pattern shows in the published JSON Schema.
 TaskId = Annotated[
     str,
-    StringConstraints(pattern=r"^[0-9]{1,9}$"),
-    BeforeValidator(_task_id),
+    StringConstraints(pattern=f"^{numbers.ID_PATTERN}$"),
+    BeforeValidator(numbers.task_text),
     Field(description='A task id, e.g. "3".', json_schema_extra={"examples": ["3"]}),
 ]
 # In a batch an operation may name a task created earlier in the same batch by its ref.
 TaskRef = Annotated[
     str,
     StringConstraints(min_length=1, max_length=limits.REF_MAX),
-    BeforeValidator(_task_id),
+    BeforeValidator(numbers.task_text),
     Field(description='A task id ("3") or the ref of a create in the same batch ("api").'),
 ]
 Ref = Annotated[
