@@ -252,7 +252,7 @@ def tool_call_decide(
             raise Conflict(
                 f"{call.agent}'s {call.tool_name} call was already decided "
                 f"({call.get_state_display().lower()})",
-                code="not_awaiting_approval",
+                code="call_decided",
             )
         call.state = CallState.APPROVED if approve else CallState.DENIED
         call.decided_by, call.decided_at, call.note = person, work.now, note

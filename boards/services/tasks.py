@@ -8,7 +8,7 @@ from typing import Any
 from django.db.models import Case, F, When
 
 from .. import limits
-from ..errors import Conflict, InvalidInput
+from ..errors import InvalidInput, refuse
 from ..models import PRIORITY_BY_NAME, Board, Message, Priority, Status, Task
 from ..selectors import task_to_dict, task_view
 from . import agents, costs, graph, lifecycle
@@ -149,11 +149,12 @@ def task_create(
 
 def _check_version(work: Work, task: Task, expected: int | None) -> None:
     if expected is not None and expected != task.version:
-        raise Conflict(
-            f"Task #{task.number} is at version {task.version}, not {expected}; "
-            "read it again and retry",
-            code="stale_version",
-            details={"task": task_to_dict(task_view(work.board, task.number))},
+        raise refuse(
+            "stale_version",
+            number=task.number,
+            version=task.version,
+            seen=expected,
+            task=task_to_dict(task_view(work.board, task.number)),
         )
 
 

@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from .. import events, limits
 from ..activity import NEEDS_ATTENTION, status_to
-from ..errors import InvalidInput, NotFound
+from ..errors import InvalidInput, refuse
 from ..models import Board, Dependency, Event, FlowDay, Reason, Task
 from ..rules import KEPT_COUNTS, count_delta, counted_bits
 from ..selectors import cycle_through, derive_flags, parse_task_id
@@ -286,7 +286,7 @@ class Work:
             number = parse_task_id(ident, field=field)
         task = Task.objects.filter(board=self.board, number=number).first()
         if task is None:
-            raise NotFound(f"Task #{number} not found", code="task_not_found")
+            raise refuse("task_not_found", number=number)
         return task
 
     def finish(self) -> None:
