@@ -13,6 +13,7 @@ TERMINAL_STATUSES = states.TERMINAL_STATUSES
 UNFINISHED = states.UNFINISHED
 AgentState = states.AgentState
 ApprovalState = states.ApprovalState
+EventKind = states.EventKind
 Priority = states.Priority
 Reason = states.Reason
 Status = states.Status
@@ -255,7 +256,7 @@ class Event(models.Model):
     # The task's public number, kept after the task itself is deleted.
     task_number = models.PositiveIntegerField(null=True, blank=True)
     actor = models.CharField(max_length=limits.PERSON_NAME_MAX)
-    kind = models.CharField(max_length=32)
+    kind = models.CharField(max_length=32, choices=EventKind.choices)
     data = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 

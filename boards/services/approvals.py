@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .. import limits
 from ..models import ApprovalState, Board, Message
+from ..states import EventKind
 from . import lifecycle
 from .work import Outcome, shown, text, unit_of_work
 
@@ -43,7 +44,9 @@ def approval_decide(
                 task_number=task.number,
                 body=body,
             )
-            work.record("message", task.number, to=task.approval_requested_by, body=shown(body))
+            work.record(
+                EventKind.MESSAGE, task.number, to=task.approval_requested_by, body=shown(body)
+            )
     return Outcome(task.number, work.changes)
 
 
@@ -55,5 +58,5 @@ def approval_require(*, board: Board, person: str, task_id: str | int, required:
             task.approval_required = required
             if not required and task.approval_state == ApprovalState.REQUESTED:
                 task.approval_state = ApprovalState.NONE
-            work.save_task(task, "updated", fields={"approvalRequired": {"to": required}})
+            work.save_task(task, EventKind.UPDATED, fields={"approvalRequired": {"to": required}})
     return Outcome(task.number, work.changes)

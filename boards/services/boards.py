@@ -12,6 +12,7 @@ from django.db import transaction
 from .. import limits, numbers
 from ..errors import Conflict, InvalidInput
 from ..models import Board, Task
+from ..states import EventKind
 from . import hooks
 from .work import KEPT_FIELDS, Outcome, text, unit_of_work
 
@@ -36,7 +37,7 @@ def board_create(*, slug: str, name: str = "", actor: str = "system") -> Board:
         board = Board.objects.create(slug=slug, name=name)
         hooks.gate_rules_default(board=board)
         with unit_of_work(board, actor, person=True) as work:
-            work.record("board_created", None, slug=slug, name=name)
+            work.record(EventKind.BOARD_CREATED, None, slug=slug, name=name)
     return board
 
 
@@ -49,7 +50,7 @@ def board_reset(*, board: Board, actor: str) -> Outcome:
         for field in KEPT_FIELDS.values():
             setattr(work.board, field, 0)
         work.reset = True
-        work.record("reset", None)
+        work.record(EventKind.RESET, None)
     return Outcome(None, work.changes)
 
 
@@ -118,7 +119,7 @@ def board_settings(*, board: Board, actor: str, **values: Any) -> Board:
                 **{SETTINGS[public][0]: entry["to"] for public, entry in ints.items()}
             )
         if changed:
-            work.record("settings", None, fields=changed)
+            work.record(EventKind.SETTINGS, None, fields=changed)
         if "maxAttempts" in changed:
             # Which pending tasks are ready depends on it: every open task is counted again.
             work.recheck.update(

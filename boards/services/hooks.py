@@ -27,6 +27,7 @@ from django.utils import timezone
 from .. import events, gates
 from ..errors import Conflict, InvalidInput, NotFound
 from ..models import Board, CallState, ClientSession, GateRule, SessionState, ToolCall
+from ..states import EventKind
 from .work import Work, shown, text, unit_of_work
 
 SUMMARY_MAX = 2_000
@@ -171,7 +172,7 @@ def _apply(
     ended = name == "SessionEnd" and was[0] != SessionState.ENDED
     if work is not None and (started or ended):
         work.record(
-            "session_started" if started else "session_ended",
+            EventKind.SESSION_STARTED if started else EventKind.SESSION_ENDED,
             None,
             session=session.session_id[:40],
             cwd=session.cwd[:200],
@@ -219,7 +220,7 @@ def _verdict(
         deadline=now + timedelta(seconds=wait),
     )
     work.record(
-        "tool_call_requested",
+        EventKind.TOOL_CALL_REQUESTED,
         None,
         call=call.pk,
         tool=call.tool_name,
@@ -259,7 +260,7 @@ def tool_call_decide(
         call.save()
         _session_resumes(call)
         work.record(
-            "tool_call_approved" if approve else "tool_call_denied",
+            EventKind.TOOL_CALL_APPROVED if approve else EventKind.TOOL_CALL_DENIED,
             None,
             call=call.pk,
             agent=call.agent,
@@ -286,7 +287,7 @@ def tool_call_expire(*, board: Board, call_id: int) -> ToolCall | None:
         call.save()
         _session_resumes(call)
         work.record(
-            "tool_call_expired",
+            EventKind.TOOL_CALL_EXPIRED,
             None,
             call=call.pk,
             agent=call.agent,
@@ -408,7 +409,7 @@ def gate_rule_add(
             outside_cwd=bool(outside_cwd),
             **fields,
         )
-        work.record("gate_rule", None, action="added", rule=gates.Rule(**fields).label())
+        work.record(EventKind.GATE_RULE, None, action="added", rule=gates.Rule(**fields).label())
     return rule
 
 
@@ -419,7 +420,7 @@ def gate_rule_remove(*, board: Board, actor: str, rule_id: int) -> None:
             raise NotFound(f"Gate rule {rule_id} not found", code="rule_not_found")
         label = _rules_of([rule])[0].label()
         rule.delete()
-        work.record("gate_rule", None, action="removed", rule=label)
+        work.record(EventKind.GATE_RULE, None, action="removed", rule=label)
 
 
 def _rules_of(rows: list[GateRule]) -> list[gates.Rule]:

@@ -34,6 +34,7 @@ from ..models import (
     Task,
 )
 from ..selectors import iso
+from ..states import EventKind
 from . import costs
 from .graph import open_blockers
 from .work import Outcome, Work, shown
@@ -200,7 +201,7 @@ def _clear_approval(work: Work, task: Task, why: str) -> dict[str, Any]:
         return {}
     before = task.approval_state
     task.approval_state = ApprovalState.NONE
-    work.record("approval_cleared", task.number, reason=why, version=task.version + 1)
+    work.record(EventKind.APPROVAL_CLEARED, task.number, reason=why, version=task.version + 1)
     return {"approval": {"from": before, "to": ApprovalState.NONE}}
 
 
@@ -215,7 +216,7 @@ def content_changed(work: Work, task: Task, fields: set[str]) -> dict[str, Any]:
     if task.approval_state == ApprovalState.REQUESTED:
         task.approval_state = ApprovalState.NONE
         work.record(
-            "approval_cancelled",
+            EventKind.APPROVAL_CANCELLED,
             task.number,
             reason=why,
             requestedBy=task.approval_requested_by,
@@ -316,7 +317,7 @@ def claim(work: Work, task: Task, *, lease_seconds: int | None = None) -> Outcom
     was_status, was_owner = task.status, task.owner
     fields = _start(work, task, agent)
     settle(work, task, was_status, was_owner, lease_seconds=lease_seconds)
-    work.save_task(task, "claimed", fields=fields)
+    work.save_task(task, EventKind.CLAIMED, fields=fields)
     return Outcome(task.number, work.changes)
 
 
@@ -336,7 +337,7 @@ def request_approval(work: Work, task: Task, reason: str) -> None:
     task.approval_version = None
     work.save_task(
         task,
-        "approval_requested",
+        EventKind.APPROVAL_REQUESTED,
         change="approval_requested",
         reason=shown(reason),
         version=task.version + 1,
@@ -377,7 +378,7 @@ def decide(work: Work, task: Task, *, approve: bool, note: str, version: int | N
         task.status = Status.CANCELLED
         task.completed_at = work.now
     settle(work, task, was_status, was_owner, lease_seconds=task.lease_seconds)
-    kind = "approved" if approve else "denied"
+    kind = EventKind.APPROVED if approve else EventKind.DENIED
     work.save_task(task, kind, change=kind, note=note, fields=fields, version=task.approval_version)
 
 
@@ -516,7 +517,7 @@ def reclaim(work: Work, task: Task) -> None:
     work.restatused.add(task.number)
     work.save_task(
         task,
-        "reclaimed",
+        EventKind.RECLAIMED,
         change="reclaimed",
         owner=owner,
         leaseExpiredAt=iso(expired),

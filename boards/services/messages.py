@@ -7,6 +7,7 @@ from django.utils import timezone
 
 from .. import events, limits
 from ..models import Board, Message
+from ..states import EventKind
 from . import agents
 from .work import NAME_MAX, shown, text, unit_of_work
 
@@ -24,7 +25,7 @@ def message_send(
         message = Message.objects.create(
             board=work.board, recipient=recipient, sender=sender, task_number=number, body=body
         )
-        work.record("message", number, to=recipient, body=shown(body))
+        work.record(EventKind.MESSAGE, number, to=recipient, body=shown(body))
     return message
 
 

@@ -11,6 +11,7 @@ from .. import limits
 from ..errors import InvalidInput, refuse
 from ..models import PRIORITY_BY_NAME, Board, Message, Priority, Status, Task
 from ..selectors import task_to_dict, task_view
+from ..states import EventKind
 from . import agents, costs, graph, lifecycle
 from . import labels as task_labels
 from .work import (
@@ -105,7 +106,7 @@ def _create(
     if labels:
         task_labels.apply(work, task, set_to=labels)
     work.created.add(task.number)
-    work.record("created", task.number, subject=task.subject)
+    work.record(EventKind.CREATED, task.number, subject=task.subject)
     work.change("created", task.number)
     return task
 
@@ -253,7 +254,9 @@ def _update(
     if usage:
         diff["usage"] = {"to": usage}
     lifecycle.settle(work, task, was_status, was_owner)
-    work.save_task(task, kind or ("status" if "status" in diff else "updated"), fields=diff)
+    work.save_task(
+        task, kind or (EventKind.STATUS if "status" in diff else EventKind.UPDATED), fields=diff
+    )
     return list(diff)
 
 
@@ -266,7 +269,9 @@ def _delete(work: Work, task: Task) -> None:
             parent=None, version=F("version") + 1, updated_at=work.now
         )
         work.record(
-            "updated", child.number, fields={"parentId": {"from": str(task.number), "to": None}}
+            EventKind.UPDATED,
+            child.number,
+            fields={"parentId": {"from": str(task.number), "to": None}},
         )
         work.change("updated", child.number, fields=["parentId"])
     dependents = work.status_changed(task)  # they lose a blocker
@@ -274,7 +279,7 @@ def _delete(work: Work, task: Task) -> None:
     task.delete()
     work.deleted.add(task.number)
     work.touched.update(dependents + blockers)
-    work.record("deleted", task.number, subject=task.subject)
+    work.record(EventKind.DELETED, task.number, subject=task.subject)
     work.change("deleted", task.number)
 
 
@@ -404,9 +409,11 @@ def task_reassign(
         if task.status == Status.IN_PROGRESS and owner:
             lifecycle.check_lease(work, task)
             lifecycle.check_takeover(work, task, owner)
-            work.save_task(task, "reassigned", fields=lifecycle.hand_over(work, task, owner))
+            work.save_task(
+                task, EventKind.REASSIGNED, fields=lifecycle.hand_over(work, task, owner)
+            )
         else:
-            _update(work, task, {"owner": owner}, kind="reassigned")
+            _update(work, task, {"owner": owner}, kind=EventKind.REASSIGNED)
         if owner and owner != actor:
             _tell_assigned(work, task, owner)
     return Outcome(task.number, work.changes)
@@ -421,7 +428,7 @@ def _tell_assigned(work: Work, task: Task, owner: str) -> None:
     Message.objects.create(
         board=work.board, recipient=owner, sender=work.actor, task_number=task.number, body=body
     )
-    work.record("message", task.number, to=owner, body=shown(body))
+    work.record(EventKind.MESSAGE, task.number, to=owner, body=shown(body))
 
 
 def _batch_create(work: Work, index: int, op: Mapping[str, Any], refs: dict[str, int]) -> Task:

@@ -20,11 +20,12 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from .. import events, limits
-from ..activity import NEEDS_ATTENTION, status_to
+from ..activity import status_to
 from ..errors import InvalidInput, refuse
 from ..models import Board, Dependency, Event, FlowDay, Reason, Task
 from ..rules import KEPT_COUNTS, count_delta, counted_bits
 from ..selectors import cycle_through, derive_flags, parse_task_id
+from ..states import EventKind
 from . import outbox
 
 # The board's counter of each finished status.
@@ -226,7 +227,7 @@ class Work:
         """Today's arrivals into each status (and creations): the board's flow metrics."""
         tally: dict[str, int] = {}
         for event in self.events:
-            key = "created" if event.kind == "created" else status_to(event.data)
+            key = "created" if event.kind == EventKind.CREATED else status_to(event.data)
             if key:
                 tally[key] = tally.get(key, 0) + 1
         day = self.now.date()
@@ -255,17 +256,17 @@ class Work:
             # A request for approval says so itself (approval_requested).
             if flags.needs not in ("", flags.was_needs, Reason.APPROVAL):
                 self.record(
-                    NEEDS_ATTENTION,
+                    EventKind.NEEDS_ATTENTION,
                     number,
                     reason=flags.needs,
                     failures=flags.failures,
                     maxAttempts=self.board.max_attempts,
                 )
         for number in sorted(set(flipped[False]) - self.deleted):
-            self.record("unblocked", number)
+            self.record(EventKind.UNBLOCKED, number)
             self.change("auto_unblock", number)
         for number in sorted(set(flipped[True]) - self.created):
-            self.record("blocked", number)
+            self.record(EventKind.BLOCKED, number)
             self.change("auto_block", number)
         for (blocked, stuck, needs), pks in groups.items():
             rows = Task.objects.filter(pk__in=pks)
