@@ -37,6 +37,8 @@ REF_MAX = 64
 # A person's message to an agent, and the reason an agent gives for an approval request.
 MESSAGE_MAX = 10_000
 APPROVAL_REASON_MAX = 2_000
+# A person's note on a decision (an approval, a denial, a held tool call, a retry).
+NOTE_MAX = 2_000
 # A search of the tasks' text: a few words.
 QUERY_MAX = 200
 # The model an agent names in a usage report.

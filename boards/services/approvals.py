@@ -29,7 +29,7 @@ def approval_decide(
 ) -> Outcome:
     """A person approves or denies a pending request (``lifecycle.decide``); ``version``,
     the task version they saw, refuses a decision on a task changed since."""
-    note = text("note", note or "", 2000)
+    note = text("note", note or "", limits.NOTE_MAX)
     with unit_of_work(board, person, person=True) as work:
         task = work.task(task_id)
         lifecycle.decide(work, task, approve=approve, note=note, version=version)

@@ -24,14 +24,14 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from .. import events, gates
+from .. import events, gates, limits
 from ..errors import Conflict, InvalidInput, NotFound
 from ..models import Board, CallState, ClientSession, GateRule, SessionState, ToolCall
 from ..states import EventKind
 from .work import Work, shown, text, unit_of_work
 
 SUMMARY_MAX = 2_000
-NOTE_MAX = 2_000
+NOTE_MAX = limits.NOTE_MAX
 # Events that start or end a tool call, and those that change the session's state.
 TOOL_START = "PreToolUse"
 TOOL_ENDS = {"PostToolUse": "ok", "PostToolUseFailure": "error"}
