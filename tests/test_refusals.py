@@ -41,7 +41,7 @@ SEVERAL_SENTENCES = {
 }
 
 
-def _sites() -> tuple[list[tuple[str, int, str]], list[tuple[str, int, str, set[str]]]]:
+def _sites() -> tuple[list[tuple[str, int, str]], list[tuple[str, int, str, tuple[str, ...]]]]:
     """(file, line, code) of every error built with a literal ``code=``, and (file, line,
     code, fact names) of every ``refuse(code, ...)``."""
     written, refused = [], []
@@ -54,7 +54,7 @@ def _sites() -> tuple[list[tuple[str, int, str]], list[tuple[str, int, str, set[
                 continue
             callee = getattr(node.func, "id", getattr(node.func, "attr", None))
             if callee == "refuse" and node.args and isinstance(node.args[0], ast.Constant):
-                facts = {k.arg for k in node.keywords if k.arg}
+                facts = tuple(sorted(k.arg for k in node.keywords if k.arg))
                 refused.append((name, node.lineno, node.args[0].value, facts))
             elif callee in REFUSAL_CLASSES:
                 for keyword in node.keywords:
@@ -85,11 +85,13 @@ def test_every_other_code_is_written_at_one_site():
     assert several == SEVERAL_SENTENCES, {code: sites[code] for code in several}
 
 
-@pytest.mark.parametrize(("where", "line", "code", "facts"), REFUSED, ids=str)
+@pytest.mark.parametrize(
+    ("where", "line", "code", "facts"), REFUSED, ids=[f"{w}:{n}" for w, n, _, _ in REFUSED]
+)
 def test_each_refusal_site_gives_the_facts_its_sentence_names(where, line, code, facts):
     _, template = REFUSALS[code]
     named = {field for _, field, _, _ in string.Formatter().parse(template) if field}
-    assert named <= facts, f"{where}:{line} leaves out {named - facts}"
+    assert named <= set(facts), f"{where}:{line} leaves out {named - set(facts)}"
 
 
 # Each code's sentence as an agent reads it, and its details.
