@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .models import Status
+from .states import EventKind
 
 # Signals: the kinds of event a person can ask to be reached about (notifications,
 # webhooks). Each event raises at most one.
@@ -33,6 +34,13 @@ SIGNALS: dict[str, str] = {
 DEFAULT_NOTIFY = (APPROVAL_REQUESTED, FAILED, RECLAIMED, NEEDS_ATTENTION)
 
 STATUS_NAMES = dict(Status.choices)
+# What a gate's held tool call records: one sentence shape (``_tool_call_sentence``).
+TOOL_CALL_KINDS = (
+    EventKind.TOOL_CALL_REQUESTED,
+    EventKind.TOOL_CALL_APPROVED,
+    EventKind.TOOL_CALL_DENIED,
+    EventKind.TOOL_CALL_EXPIRED,
+)
 
 
 def notifies(reason: str, kinds: Iterable[str]) -> bool:
@@ -74,13 +82,18 @@ def status_to(data: dict[str, Any]) -> str | None:
 
 def signal_of(kind: str, data: dict[str, Any]) -> str | None:
     """The signal an event raises, or None."""
-    if kind in ("approval_requested", "tool_call_requested"):
+    if kind in (EventKind.APPROVAL_REQUESTED, EventKind.TOOL_CALL_REQUESTED):
         return APPROVAL_REQUESTED
-    if kind in ("approved", "denied", "tool_call_approved", "tool_call_denied"):
+    if kind in (
+        EventKind.APPROVED,
+        EventKind.DENIED,
+        EventKind.TOOL_CALL_APPROVED,
+        EventKind.TOOL_CALL_DENIED,
+    ):
         return APPROVAL_DECIDED
-    if kind == "reclaimed":
+    if kind == EventKind.RECLAIMED:
         return RECLAIMED
-    if kind == "needs_attention":
+    if kind == EventKind.NEEDS_ATTENTION:
         return NEEDS_ATTENTION
     to = status_to(data)
     if to == Status.FAILED:
@@ -100,24 +113,26 @@ def describe(kind: str, number: int | None, actor: str, data: dict[str, Any]) ->
     task = f"#{number}" if number is not None else "The board"
     by = f" by {actor}" if actor else ""
     to = status_to(data)
-    if kind == "created":
+    if kind == EventKind.CREATED:
         return f"{task} “{data.get('subject', '')}” created{by}"
-    if kind == "status" and to:
+    if kind == EventKind.STATUS and to:
         return f"{task} moved to {STATUS_NAMES.get(to, to)}{by}"
-    if kind == "claimed":
+    if kind == EventKind.CLAIMED:
         return f"{task} claimed{by}"
-    if kind == "approval_requested":
+    if kind == EventKind.APPROVAL_REQUESTED:
         reason = f": “{data['reason']}”" if data.get("reason") else ""
         return f"{task} awaits approval, requested{by}{reason}"
-    if kind in ("approved", "denied"):
+    if kind in (EventKind.APPROVED, EventKind.DENIED):
         note = f": “{data['note']}”" if data.get("note") else ""
         return f"{task} {kind}{by}{note}"
-    if kind == "approval_cleared":
+    if kind == EventKind.APPROVAL_CLEARED:
         return f"{task}'s approval request was cleared ({data.get('reason', '')})"
-    if kind == "reclaimed":
+    if kind == EventKind.APPROVAL_CANCELLED:
+        return f"{task}'s waiting approval request was cancelled ({data.get('reason', '')})"
+    if kind == EventKind.RECLAIMED:
         owner = data.get("owner") or "its owner"
         return f"{task} returned to Pending: {owner}'s lease lapsed"
-    if kind == "needs_attention":
+    if kind == EventKind.NEEDS_ATTENTION:
         if data.get("session"):
             return (
                 f"{actor}'s session needs you: it sent the same tool call "
@@ -129,49 +144,51 @@ def describe(kind: str, number: int | None, actor: str, data: dict[str, Any]) ->
             data["reason"], data.get("failures") or 0, data.get("maxAttempts") or 0
         )
         return f"{task} needs you: it {sentence}"
-    if kind == "reassigned":
+    if kind == EventKind.REASSIGNED:
         change = (data.get("fields") or {}).get("owner") or {}
         return f"{task} reassigned to {change.get('to') or 'nobody'}{by}"
-    if kind == "deleted":
+    if kind == EventKind.DELETED:
         return f"{task} “{data.get('subject', '')}” deleted{by}"
-    if kind == "blocked":
+    if kind == EventKind.BLOCKED:
         return f"{task} is blocked"
-    if kind == "unblocked":
+    if kind == EventKind.UNBLOCKED:
         return f"{task} is ready: its blockers finished"
-    if kind == "message":
+    if kind == EventKind.MESSAGE:
         return f"{actor} sent a message to {data.get('to', '?')}"
-    if kind == "member":
+    if kind == EventKind.MEMBER:
         role = data.get("role")
         who = data.get("person", "?")
         return f"{who} is now {role}{by}" if role else f"{who} removed from the board{by}"
-    if kind == "invite":
+    if kind == EventKind.INVITE:
         action = data.get("action", "changed")
         role = data.get("role", "?")
         if action == "accepted":
             return f"{actor} joined as {role} through an invite"
         return f"Invite link for a new {role} {action}{by}"
-    if kind == "settings":
+    if kind == EventKind.SETTINGS:
         return f"Board settings changed{by} ({', '.join(data.get('fields') or {})})"
-    if kind == "reset":
+    if kind == EventKind.RESET:
         return f"Board reset{by}"
-    if kind == "board_created":
+    if kind == EventKind.RECOUNTED:
+        return f"Board counts repaired{by} ({', '.join(data.get('drift') or {})})"
+    if kind == EventKind.BOARD_CREATED:
         return f"Board created{by}"
-    if kind == "agent_removed":
+    if kind == EventKind.AGENT_REMOVED:
         return f"Agent {data.get('name', '?')} removed{by}"
-    if kind == "webhook":
+    if kind == EventKind.WEBHOOK:
         return f"Webhook {data.get('url', '')} {data.get('action', 'changed')}{by}"
-    if kind == "webhook_test":
+    if kind == EventKind.WEBHOOK_TEST:
         return f"Test event sent{by}"
-    if kind.startswith("tool_call_"):
+    if kind in TOOL_CALL_KINDS:
         return _tool_call_sentence(kind, actor, data)
-    if kind in ("session_started", "session_ended"):
+    if kind in (EventKind.SESSION_STARTED, EventKind.SESSION_ENDED):
         where = f" in {data['cwd']}" if data.get("cwd") else ""
-        verb = "started a session" if kind == "session_started" else "ended its session"
+        verb = "started a session" if kind == EventKind.SESSION_STARTED else "ended its session"
         return f"{actor} {verb}{where}"
-    if kind in ("agent_silent", "agent_gone"):
-        state = "went silent" if kind == "agent_silent" else "is gone"
+    if kind in (EventKind.AGENT_SILENT, EventKind.AGENT_GONE):
+        state = "went silent" if kind == EventKind.AGENT_SILENT else "is gone"
         return f"Agent {data.get('name', '?')} {state}: no call for a while"
-    if kind == "gate_rule":
+    if kind == EventKind.GATE_RULE:
         return f"Gate rule {data.get('action', 'changed')}{by}: {data.get('rule', '')}"
     changed = _fields(data)
     return f"{task} updated{by}" + (f" ({changed})" if changed else "")
@@ -179,11 +196,11 @@ def describe(kind: str, number: int | None, actor: str, data: dict[str, Any]) ->
 
 def _tool_call_sentence(kind: str, actor: str, data: dict[str, Any]) -> str:
     call = f"{data.get('tool', '?')} `{str(data.get('summary', ''))[:120]}`"
-    if kind == "tool_call_requested":
+    if kind == EventKind.TOOL_CALL_REQUESTED:
         return f"{actor} asks to run {call} (rule “{data.get('rule', '')}”)"
     agent = data.get("agent", "?")
-    if kind == "tool_call_expired":
+    if kind == EventKind.TOOL_CALL_EXPIRED:
         return f"Nobody answered {agent}'s {call}: {data.get('fallback', 'deny')} by the rule"
     note = f": “{data['note']}”" if data.get("note") else ""
-    verb = "approved" if kind == "tool_call_approved" else "denied"
+    verb = "approved" if kind == EventKind.TOOL_CALL_APPROVED else "denied"
     return f"{agent}'s {call} {verb} by {actor}{note}"

@@ -54,6 +54,7 @@ from .schemas import (
     TaskWatchInput,
     tool,
 )
+from .states import EventKind
 
 logger = logging.getLogger(__name__)
 
@@ -227,7 +228,8 @@ def _watch_state(
             .first()
         )
         done = done or (
-            last in ("approved", "denied") and task.approval_requested_by == caller.agent
+            last in (EventKind.APPROVED, EventKind.DENIED)
+            and task.approval_requested_by == caller.agent
         )
     elif start_state == ApprovalState.REQUESTED and state != ApprovalState.REQUESTED:
         done = True
@@ -303,7 +305,7 @@ async def _watch(caller: Caller, number: int, data: TaskWatchInput) -> Answer:
                 channel = ""
                 continue
             if any(
-                e.get("taskId") == str(number) or e.get("kind") == "reset"
+                e.get("taskId") == str(number) or e.get("kind") == EventKind.RESET
                 for e in message.get("events", ())
             ):
                 done, task, _ = await read(caller, number, start_state)

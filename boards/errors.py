@@ -57,15 +57,16 @@ class AwaitingApprovalConflict(_Details):
 
 
 class ApprovalRequiredConflict(_Details):
-    """409 ``approval_required`` (when a blocker holds it back): that blocker and its state."""
+    """409 ``approval_required``: the task whose approval is missing (the task itself, or a
+    blocker that holds it back) and its approval state."""
 
     blocker: str
     approval: str
 
 
 class StaleVersionConflict(_Details):
-    """409 ``stale_version``: the task as it is now (an agent's write), or its version now
-    (a person's decision)."""
+    """409 ``stale_version``: the task's version now, and the task as it is now (an agent's
+    write)."""
 
     task: dict[str, Any] | None = None
     version: int | None = None
@@ -238,6 +239,52 @@ def store_busy(exc: BaseException) -> StoreBusy | None:
 class InternalError(ServiceError):
     status = 500
     code = "internal_error"
+
+
+# One sentence per refusal code: every site that refuses with a code listed here builds the
+# refusal with ``refuse(code, **facts)``, so an agent (or a person) meets one wording for
+# one rule, whichever door or path refused it (tests/test_refusals.py walks the source).
+REFUSALS: dict[str, tuple[type[ServiceError], str]] = {
+    "task_not_found": (NotFound, "Task #{number} not found"),
+    "board_not_found": (NotFound, "Board {slug!r} not found"),
+    "terminal": (Conflict, "Task #{number} is {status}"),
+    "owned": (Conflict, "Task #{number} is owned by {owner}"),
+    "blocked": (Conflict, "Task #{number} is blocked by {blockedBy}"),
+    "awaiting_approval": (Conflict, "Task #{number} awaits approval requested by {requestedBy}"),
+    "approval_required": (
+        Conflict,
+        "Task #{number} waits for a person to approve #{blocker}: agents ask for it with "
+        "TaskClaim, and only a person with the approver role decides",
+    ),
+    "approval_denied": (
+        Conflict,
+        "Task #{number} was denied by {decidedBy}{note}; only a person can reopen it",
+    ),
+    "not_awaiting_approval": (Conflict, "Task #{number} is not awaiting approval"),
+    "stale_version": (
+        Conflict,
+        "Task #{number} is at version {version}, not {seen}: it changed since it was read; "
+        "read it again and retry",
+    ),
+}
+
+
+def refuse(code: str, **facts: Any) -> ServiceError:
+    """The refusal ``code``, its sentence filled with ``facts``: a list of task numbers
+    reads "#1, #2". The facts its ``CONFLICT_DETAILS`` model declares are a 409's details."""
+    kind, template = REFUSALS[code]
+    message = template.format(**{name: _shown(value) for name, value in facts.items()})
+    if kind is not Conflict:
+        return kind(message, code=code)
+    model = CONFLICT_DETAILS.get(code)
+    details = {k: v for k, v in facts.items() if model is not None and k in model.model_fields}
+    return Conflict(message, code=code, details=details or None)
+
+
+def _shown(value: Any) -> Any:
+    if isinstance(value, list | tuple):
+        return ", ".join(f"#{item}" for item in value)
+    return value
 
 
 def error_body(exc: ServiceError) -> dict[str, Any]:

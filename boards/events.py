@@ -43,6 +43,7 @@ from .activity import describe, signal_of
 from .filters import BoardFilter
 from .models import Board, Event, Status, Task
 from .rendering import board_fragments
+from .states import EventKind
 
 logger = logging.getLogger(__name__)
 
@@ -141,9 +142,9 @@ QUIET_FIELDS = frozenset(
 def changes_header(events: Iterable[Event]) -> bool:
     """Whether these events can change the board's header, so it must be re-rendered."""
     for event in events:
-        if event.kind == "message":
+        if event.kind == EventKind.MESSAGE:
             continue
-        if event.kind != "updated" or set(event.data.get("fields", {})) - QUIET_FIELDS:
+        if event.kind != EventKind.UPDATED or set(event.data.get("fields", {})) - QUIET_FIELDS:
             return True
     return False
 
@@ -354,7 +355,7 @@ def missed_numbers(board: Board, since: int) -> tuple[set[int], bool]:
     )
     numbers = {n for n, _ in rows if n is not None}
     full = (
-        any(kind == "reset" for _, kind in rows)
+        any(kind == EventKind.RESET for _, kind in rows)
         or len(numbers) > CATCH_UP_MAX_CARDS
         or len(rows) >= CATCH_UP_MAX_CARDS * 4
     )

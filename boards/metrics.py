@@ -32,6 +32,7 @@ from . import numbers
 from .activity import status_to
 from .errors import InvalidInput
 from .models import Attempt, AttemptOutcome, Board, Event, FlowDay, Label, Status, Task, Usage
+from .states import EventKind
 
 PERCENTILES = (50, 85, 95)
 # The ranges a person (or a token) may ask for, smallest first.
@@ -371,7 +372,7 @@ def _arrivals(board: Board, win: Window) -> tuple[list[Tally], Tally]:
         .values_list("kind", "data", "created_at")
     )
     for kind, data, at in rows.iterator(chunk_size=2000):
-        arrived = "created" if kind == "created" else status_to(data or {})
+        arrived = "created" if kind == EventKind.CREATED else status_to(data or {})
         if not arrived:
             continue
         n = win.index(at)

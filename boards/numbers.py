@@ -68,14 +68,38 @@ def digits(text: str, *, field: str, max_digits: int = ID_DIGITS) -> int | None:
     return number
 
 
-def id_number(value: Any, *, field: str = "taskId") -> int | None:
-    """A task's (or another row's) public number: ``"3"``, ``"#3"``, ``" 3 "`` or ``3`` → 3;
-    None when ``value`` names none (not a number, negative, too long)."""
+# A task's (or another row's) number as a URL path and the JSON Schemas spell it.
+ID_PATTERN = f"[0-9]{{1,{ID_DIGITS}}}"
+
+
+def task_text(value: Any) -> Any:
+    """The one reading of a task number as people and agents write it: ``3``, ``"3"``,
+    ``"#3"`` and ``" 3 "`` are all ``"3"`` (LLMs often send 3 or "#3" for "3").
+
+    Text that is not digits comes back stripped the same way (a batch's ref, "#api" →
+    "api"), and a value that is neither int nor str as it is, for the caller to refuse.
+    Digits of another script raise ``ValueError(FOREIGN_DIGITS)``: "٣" is not task 3, nor
+    "²" a 500. Pydantic inputs use it as their validator; ``id_number`` reads its number.
+    """
     if isinstance(value, int) and not isinstance(value, bool):
-        return value if 0 <= value < 10**ID_DIGITS else None
+        return str(value)
     if not isinstance(value, str):
-        return None
-    return digits(value.strip().lstrip("#"), field=field)
+        return value
+    text = value.strip().lstrip("#")
+    if foreign_digits(text):
+        raise ValueError(FOREIGN_DIGITS)
+    return text
+
+
+def id_number(value: Any, *, field: str = "taskId") -> int | None:
+    """A task's (or another row's) public number, read by ``task_text``: ``"#3"`` → 3;
+    None when ``value`` names none (not a number, negative, too long). Digits of another
+    script are refused (400), naming ``field``."""
+    try:
+        text = task_text(value)
+    except ValueError:
+        raise refusal(field, FOREIGN_DIGITS) from None
+    return spelled(text) if isinstance(text, str) else None
 
 
 def whole(text: str, *, field: str, low: int, high: int) -> int:

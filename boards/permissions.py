@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import selectors
-from .errors import NotFound, PermissionDenied
+from .errors import PermissionDenied, refuse
 from .models import Board, Membership, Reason, Role
 
 RANK = {Role.VIEWER: 0, Role.OPERATOR: 1, Role.APPROVER: 2, Role.ADMIN: 3}
@@ -72,7 +72,7 @@ def check(user: Any, board: Board, action: str) -> Role:
     """The user's role when it allows ``action`` on ``board``; else 404 (not a member) or 403."""
     role = role_of(user, board)
     if role is None:
-        raise NotFound(f"Board {board.slug!r} not found", code="board_not_found")
+        raise refuse("board_not_found", slug=board.slug)
     if not may(role, action):
         raise refusal(role, action)
     return role

@@ -1,18 +1,13 @@
 """Tool inputs as strict pydantic models: the one source of validation, of the tool
 definitions agents read (Anthropic and OpenAI formats) and of the OpenAPI document.
 
-And the tool registry: ``@tool`` on a handler (``boards.canonical``, ``boards.dialects``)
-declares it in ``TOOLS``, with its input and answer models, its hints and its
-description (the input model's docstring); ``boards.tools`` reads it for every door.
+The registry the inputs are declared in (``@tool``, ``Tool``, ``TOOLS``, ``Hints``) is
+``boards.registry`` and the OpenAPI document ``boards.openapi``; their names are
+re-exported here, so ``schemas.X`` stays the one place a door looks a tool up.
 """
 
 from __future__ import annotations
 
-import inspect
-import re
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
-from functools import partial
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -28,54 +23,73 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from . import numbers
-from .errors import BODY, CONFLICT_DETAILS, ErrorBody
-from .metrics import RANGE_KEYS
-from .selectors import ACTIVITY_MAX
+from . import limits, numbers
+from .errors import BODY
+from .openapi import openapi_document
+from .registry import (
+    TOOLS,
+    Handler,
+    Hints,
+    Tool,
+    ToolInput,
+    definition,
+    one_paragraph,
+    strict_schema,
+    tool,
+    tool_definitions,
+)
 
-LONG_TEXT = 100_000
-
-
-def _task_id(value: Any) -> Any:
-    # LLMs often send 3 or "#3" for "3"; all mean the same task.
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    if isinstance(value, str):
-        text = value.strip().lstrip("#")
-        if numbers.foreign_digits(text):  # "٣" is not task 3, nor "²" a 500
-            raise ValueError(numbers.FOREIGN_DIGITS)
-        return text
-    return value
+# The registry's names, re-exported for the doors that read them as ``schemas.X``.
+__all__ = [
+    "TOOLS",
+    "Handler",
+    "Hints",
+    "Tool",
+    "ToolInput",
+    "definition",
+    "one_paragraph",
+    "openapi_document",
+    "strict_schema",
+    "tool",
+    "tool_definitions",
+]
 
 
 # StringConstraints first, so its pattern shows in the published JSON Schema.
 TaskId = Annotated[
     str,
-    StringConstraints(pattern=r"^[0-9]{1,9}$"),
-    BeforeValidator(_task_id),
+    StringConstraints(pattern=f"^{numbers.ID_PATTERN}$"),
+    BeforeValidator(numbers.task_text),
     Field(description='A task id, e.g. "3".', json_schema_extra={"examples": ["3"]}),
 ]
 # In a batch an operation may name a task created earlier in the same batch by its ref.
 TaskRef = Annotated[
     str,
-    StringConstraints(min_length=1, max_length=64),
-    BeforeValidator(_task_id),
+    StringConstraints(min_length=1, max_length=limits.REF_MAX),
+    BeforeValidator(numbers.task_text),
     Field(description='A task id ("3") or the ref of a create in the same batch ("api").'),
 ]
 Ref = Annotated[
     str,
     StringConstraints(
-        min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.:-]*[A-Za-z_.:-][A-Za-z0-9_.:-]*$"
+        min_length=1,
+        max_length=limits.REF_MAX,
+        pattern=r"^[A-Za-z0-9_.:-]*[A-Za-z_.:-][A-Za-z0-9_.:-]*$",
     ),
     Field(description='Your name for a task created in this batch, e.g. "db"; not all digits.'),
 ]
-Subject = Annotated[str, StringConstraints(min_length=1, max_length=200, strip_whitespace=True)]
-Short = Annotated[str, StringConstraints(max_length=200)]
-Long = Annotated[str, StringConstraints(max_length=LONG_TEXT)]
-Name = Annotated[str, StringConstraints(min_length=1, max_length=100, strip_whitespace=True)]
-MetaKey = Annotated[str, StringConstraints(min_length=1, max_length=100)]
+Subject = Annotated[
+    str, StringConstraints(min_length=1, max_length=limits.SUBJECT_MAX, strip_whitespace=True)
+]
+Short = Annotated[str, StringConstraints(max_length=limits.SUBJECT_MAX)]
+Long = Annotated[str, StringConstraints(max_length=limits.LONG_TEXT_MAX)]
+Name = Annotated[
+    str, StringConstraints(min_length=1, max_length=limits.NAME_MAX, strip_whitespace=True)
+]
+OwnerName = Annotated[str, StringConstraints(max_length=limits.NAME_MAX)]
+MetaKey = Annotated[str, StringConstraints(min_length=1, max_length=limits.METADATA_KEY_MAX)]
 MetaValue = (
-    Annotated[str, StringConstraints(max_length=10_000)]
+    Annotated[str, StringConstraints(max_length=limits.METADATA_VALUE_MAX)]
     | StrictInt
     | StrictFloat
     | StrictBool
@@ -84,22 +98,16 @@ MetaValue = (
 Metadata = Annotated[
     dict[MetaKey, MetaValue],
     Field(
-        max_length=100,
+        max_length=limits.METADATA_KEYS_MAX,
         description="Flat JSON object of strings, numbers and booleans. On update, keys are "
         "merged into the existing metadata and a key set to null is removed.",
     ),
 ]
-IdList = Annotated[list[TaskId], Field(max_length=100)]
-RefList = Annotated[list[TaskRef], Field(max_length=100)]
+IdList = Annotated[list[TaskId], Field(max_length=limits.IDS_MAX)]
+RefList = Annotated[list[TaskRef], Field(max_length=limits.IDS_MAX)]
 Status = Literal["pending", "in_progress", "completed", "failed", "cancelled"]
 PriorityName = Literal["urgent", "high", "normal", "low"]
 PRIORITY_HELP = "urgent, high, normal (the default) or low; claim-next takes the highest first."
-
-
-class ToolInput(BaseModel):
-    """A tool's input: strict, and a field it does not know is refused."""
-
-    model_config = ConfigDict(extra="forbid", strict=True, validate_by_name=False)
 
 
 class CanonicalInput(ToolInput):
@@ -112,10 +120,10 @@ class CanonicalInput(ToolInput):
     model_config = ConfigDict(alias_generator=to_camel)
 
 
-LabelName = Annotated[str, StringConstraints(min_length=1, max_length=64)]
-LabelList = Annotated[list[LabelName], Field(max_length=10)]
+LabelName = Annotated[str, StringConstraints(min_length=1, max_length=limits.LABEL_MAX)]
+LabelList = Annotated[list[LabelName], Field(max_length=limits.LABELS_MAX)]
 LABELS_HELP = (
-    "Labels (at most 10; letters, digits, '.', '_', '-' and spaces; case does not matter), "
+    f"Labels (at most {limits.LABELS_MAX}; letters, digits, '.', '_', '-' and spaces; case does not matter), "
     "to group and find tasks."
 )
 
@@ -163,10 +171,12 @@ class UsageInput(CanonicalInput):
     # The services take usage as the mapping agents send: dumped by its camelCase names.
     model_config = ConfigDict(serialize_by_alias=True)
 
-    input_tokens: StrictInt = Field(0, ge=0, le=10**9, description="Input tokens used.")
-    output_tokens: StrictInt = Field(0, ge=0, le=10**9, description="Output tokens used.")
-    cost_usd: float = Field(0, ge=0, le=10_000, description="Cost in US dollars.")
-    model: Annotated[str, StringConstraints(max_length=100)] = Field(
+    input_tokens: StrictInt = Field(0, ge=0, le=limits.TOKENS_MAX, description="Input tokens used.")
+    output_tokens: StrictInt = Field(
+        0, ge=0, le=limits.TOKENS_MAX, description="Output tokens used."
+    )
+    cost_usd: float = Field(0, ge=0, le=int(limits.COST_MAX), description="Cost in US dollars.")
+    model: Annotated[str, StringConstraints(max_length=limits.MODEL_MAX)] = Field(
         "", description="The model that did the work."
     )
 
@@ -184,7 +194,7 @@ class _UpdateFields(CanonicalInput):
     status: (
         Literal["pending", "in_progress", "completed", "failed", "cancelled", "deleted"] | None
     ) = Field(None, description='New status; "deleted" deletes the task.')
-    owner: Annotated[str, StringConstraints(max_length=100)] | None = Field(
+    owner: OwnerName | None = Field(
         None, description="Agent name (or empty to unassign). Prefer TaskClaim / TaskReassign."
     )
     add_blocked_by: IdList = Field([], description="Add blockers: tasks that must complete first.")
@@ -241,15 +251,15 @@ class TaskListInput(CanonicalInput):
         "started).",
     )
     status: Status | None = None
-    owner: Annotated[str, StringConstraints(max_length=100)] | None = None
+    owner: OwnerName | None = None
     blocked: StrictBool | None = None
     parent_id: TaskId | None = None
     label: LabelName | None = Field(None, description="Only tasks with this label.")
-    query: Annotated[str, StringConstraints(max_length=200)] | None = Field(
+    query: Annotated[str, StringConstraints(max_length=limits.QUERY_MAX)] | None = Field(
         None,
         description="Words to find in the tasks' text; each word also matches longer words "
         'it starts ("migr" finds "migration"), every word must be found. Operators and '
-        "punctuation are ignored. At most 200 characters.",
+        f"punctuation are ignored. At most {limits.QUERY_MAX} characters.",
     )
     tree: StrictBool = Field(False, description="Order depth-first by parent, with a depth field.")
     format: Literal["json", "text"] = Field(
@@ -257,7 +267,10 @@ class TaskListInput(CanonicalInput):
         description='"text" answers compact lines like "#2. [ ] Write tests  blocked by: #1".',
     )
     limit: StrictInt = Field(
-        100, ge=1, le=500, description="Tasks per page (1 to 500, default 100)."
+        limits.LIST_PAGE,
+        ge=1,
+        le=limits.LIST_MAX,
+        description=f"Tasks per page (1 to {limits.LIST_MAX}, default {limits.LIST_PAGE}).",
     )
     cursor: Annotated[str, StringConstraints(max_length=100)] | None = Field(
         None, description="nextCursor from the previous page, to read the next one."
@@ -285,9 +298,10 @@ class TaskClaimInput(CanonicalInput):
     )
     lease_seconds: StrictInt | None = Field(
         None,
-        ge=5,
-        le=86_400,
-        description="How long your claim lasts without a tool call from you (5 to 86400; "
+        ge=limits.LEASE_MIN,
+        le=limits.LEASE_MAX,
+        description="How long your claim lasts without a tool call from you "
+        f"({limits.LEASE_MIN} to {limits.LEASE_MAX}; "
         "default: the board's setting). Any call renews it; TaskHeartbeat during long work.",
     )
 
@@ -353,12 +367,10 @@ class TaskBatchInput(CanonicalInput):
     or a cycle rejects the batch with a message like 'Cycle detected: 3 → 5 → 3'. Returns
     {operations, changes, counts}."""
 
-    ops: Annotated[list[BatchOp], Field(min_length=1, max_length=500)]
+    ops: Annotated[list[BatchOp], Field(min_length=1, max_length=limits.BATCH_OPS_MAX)]
 
 
-# Under the 60 s request timeout of common MCP clients (the TypeScript SDK's default), so
-# a default watch answers timedOut: true before the client gives up.
-WATCH_DEFAULT_SECONDS = 45
+WATCH_DEFAULT_SECONDS = limits.WATCH_DEFAULT_SECONDS
 
 
 class TaskWatchInput(CanonicalInput):
@@ -368,10 +380,10 @@ class TaskWatchInput(CanonicalInput):
     result or for approval instead of polling TaskGet."""
 
     task_id: TaskId
-    timeout_seconds: Annotated[float, Field(ge=0, le=300)] = Field(
+    timeout_seconds: Annotated[float, Field(ge=0, le=limits.WATCH_MAX_SECONDS)] = Field(
         WATCH_DEFAULT_SECONDS,
         description=f"Give up after this many seconds (default {WATCH_DEFAULT_SECONDS}, at most "
-        "300) with timedOut: true; then call again to keep waiting.",
+        f"{limits.WATCH_MAX_SECONDS}) with timedOut: true; then call again to keep waiting.",
     )
 
 
@@ -381,7 +393,12 @@ class TaskRequestApprovalInput(CanonicalInput):
     task is cancelled with the person's note."""
 
     task_id: TaskId
-    reason: Annotated[str, StringConstraints(min_length=1, max_length=2000, strip_whitespace=True)]
+    reason: Annotated[
+        str,
+        StringConstraints(
+            min_length=1, max_length=limits.APPROVAL_REASON_MAX, strip_whitespace=True
+        ),
+    ]
 
 
 class InboxReadInput(CanonicalInput):
@@ -428,303 +445,6 @@ def validation_details(exc: ValidationError) -> list[dict[str, str]]:
     return details
 
 
-@dataclass(frozen=True)
-class Hints:
-    """What a client may assume of a tool (MCP tool annotations), and its human title."""
-
-    title: str
-    read_only: bool = False
-    destructive: bool = False
-    idempotent: bool = False
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "title": self.title,
-            "readOnlyHint": self.read_only,
-            "destructiveHint": self.destructive,
-            "idempotentHint": self.idempotent,
-            # Only this board: nothing outside it is read or changed.
-            "openWorldHint": False,
-        }
-
-
-def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """A pydantic schema as plain JSON Schema 2020-12: no OpenAPI ``discriminator``
-    keyword (strict validators refuse unknown keywords), no top-level title."""
-
-    def clean(node: Any) -> Any:
-        if isinstance(node, dict):
-            return {k: clean(v) for k, v in node.items() if k != "discriminator"}
-        if isinstance(node, list):
-            return [clean(v) for v in node]
-        return node
-
-    schema = clean(schema)
-    schema.pop("title", None)
-    return schema
-
-
-def one_paragraph(doc: str | None) -> str:
-    """A docstring as one paragraph: its lines joined by single spaces."""
-    return " ".join(line.strip() for line in inspect.cleandoc(doc or "").splitlines())
-
-
-Handler = Callable[..., Any]
-
-
-@dataclass(frozen=True)
-class Tool:
-    """One tool as its handler's ``@tool`` declares it. Every door (``boards.tools``), the
-    tool listings, the OpenAPI document, MCP and the Connect page read these."""
-
-    name: str
-    input: type[ToolInput]
-    handler: Handler
-    description: str
-    answer: type[BaseModel] | None = None
-    hints: Hints | None = None
-    # None: a canonical tool; else the seed whose agents call it (SPEC §4 "Seed dialects").
-    dialect: str | None = None
-    # What a 202 answer means, for a tool that may answer one.
-    accepted: str = ""
-    # Other names that call this tool (seed 002's namespaces); its groups are passed to
-    # the handler as keyword arguments.
-    pattern: re.Pattern[str] | None = None
-
-    @property
-    def waits(self) -> bool:
-        """A waiting tool (TaskWatch) runs on the event loop, holding no thread or connection."""
-        return inspect.iscoroutinefunction(self.handler)
-
-    def called(self, name: str) -> Tool | None:
-        """This tool as called by ``name``, or None when that name does not call it."""
-        if self.pattern is None:
-            return self if name == self.name else None
-        match = self.pattern.match(name)
-        if match is None:
-            return None
-        return replace(self, name=name, handler=partial(self.handler, **match.groupdict()))
-
-    def input_schema(self) -> dict[str, Any]:
-        schema = strict_schema(self.input.model_json_schema())
-        schema.pop("description", None)  # the docstring: the tool's description, beside it
-        return schema
-
-    def output_schema(self) -> dict[str, Any] | None:
-        """The JSON Schema of the answer (boards.answers), as clients validate it; a refusal's
-        shape rides along in ``$defs`` as ``ToolError`` (an MCP client reads it as the text of
-        a result with isError: true)."""
-        if self.answer is None:
-            return None
-        schema = strict_schema(self.answer.model_json_schema(by_alias=True))
-        error = ErrorBody.model_json_schema()
-        schema["$defs"] = {
-            **schema.get("$defs", {}),
-            **error.pop("$defs"),
-            "ToolError": strict_schema(error),
-        }
-        return schema
-
-    def definition(self, fmt: str) -> dict[str, Any]:
-        return definition(
-            self.name, self.description, self.input_schema(), fmt, self.hints, self.output_schema()
-        )
-
-
-# Every tool, by name, in the order declared: filled by ``@tool`` as ``boards.canonical``
-# and ``boards.dialects`` are imported. Read it through ``boards.tools``, which imports both.
-TOOLS: dict[str, Tool] = {}
-
-
-def tool(
-    *,
-    name: str,
-    input: type[ToolInput],
-    answer: type[BaseModel] | None = None,
-    hints: Hints | None = None,
-    dialect: str | None = None,
-    accepted: str = "",
-    pattern: str | None = None,
-    description: str | None = None,
-) -> Callable[[Handler], Handler]:
-    """Declare the decorated handler as the tool ``name``: the one declaration of a tool.
-
-    Its description is the input model's docstring (``description`` adds to it what the
-    model cannot say alone), its input and answer schemas are the models', its MCP
-    annotations the ``hints``. A canonical tool needs an answer model and hints.
-    """
-
-    def register(handler: Handler) -> Handler:
-        if name in TOOLS:
-            raise ValueError(f"The tool {name!r} is declared twice")
-        if dialect is None and (answer is None or hints is None):
-            raise ValueError(f"The canonical tool {name!r} needs an answer model and hints")
-        TOOLS[name] = Tool(
-            name=name,
-            input=input,
-            handler=handler,
-            description=description or one_paragraph(input.__doc__),
-            answer=answer,
-            hints=hints,
-            dialect=dialect,
-            accepted=accepted,
-            pattern=re.compile(pattern) if pattern else None,
-        )
-        return handler
-
-    return register
-
-
-def definition(
-    name: str,
-    description: str,
-    schema: dict[str, Any],
-    fmt: str,
-    hints: Hints | None = None,
-    output: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """One tool in Anthropic's ``{name, description, input_schema}`` shape or as OpenAI's
-    function; the annotations ride along where the format has room for them."""
-    if fmt == "openai":
-        return {
-            "type": "function",
-            "function": {"name": name, "description": description, "parameters": schema},
-        }
-    tool: dict[str, Any] = {"name": name, "description": description, "input_schema": schema}
-    if hints is not None:
-        tool["title"] = hints.title
-        tool["annotations"] = hints.as_dict()
-    if output is not None:
-        tool["output_schema"] = output
-    return tool
-
-
-def tool_definitions(tools: Iterable[Tool], fmt: str = "anthropic") -> list[dict[str, Any]]:
-    """The tools as Anthropic's ``{name, description, input_schema}`` or OpenAI's functions."""
-    return [t.definition(fmt) for t in tools]
-
-
-def _components(model: type[BaseModel], components: dict[str, Any]) -> dict[str, Any]:
-    """``model``'s schema for an OpenAPI document, its own models added to ``components``."""
-    schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
-    components.update(schema.pop("$defs", {}))
-    return schema
-
-
-def openapi_document(tools: Iterable[Tool]) -> dict[str, Any]:
-    """OpenAPI 3.1 description of the tool endpoint, generated from the tools' models."""
-    components: dict[str, Any] = {}
-    components["Error"] = _components(ErrorBody, components)
-    error = "#/components/schemas/Error"
-    invalid = _typed_error(
-        components, "InvalidInputError", {"$ref": "#/components/schemas/FieldErrors"}
-    )
-    components["FieldErrors"] = {
-        "type": "array",
-        "items": {"$ref": "#/components/schemas/FieldError"},
-    }
-    conflict = _typed_error(
-        components,
-        "ConflictError",
-        {
-            "anyOf": [
-                {"$ref": f"#/components/schemas/{m.__name__}"} for m in CONFLICT_DETAILS.values()
-            ]
-        },
-    )
-    paths: dict[str, Any] = {}
-    errors = {
-        str(code): {
-            "description": text,
-            "content": {"application/json": {"schema": {"$ref": ref}}},
-        }
-        for code, text, ref in [
-            (400, "Invalid input; details name every wrong field", invalid),
-            (401, "No or unknown token", error),
-            (403, "Token of another board, or revoked", error),
-            (404, "Unknown board, tool or task", error),
-            (409, "Conflict: claim lost, blocked, stale version; details by code", conflict),
-            (413, "Body too large", error),
-        ]
-    }
-    for t in tools:
-        model = t.input
-        schema = _components(model, components)
-        schema.pop("description", None)  # the operation's description says it
-        components[model.__name__] = schema
-        ok = {
-            "description": "The tool's answer",
-            "content": {"application/json": {"schema": {"type": "object"}}},
-        }
-        responses = {"200": ok, **errors}
-        if t.accepted:
-            responses["202"] = {**ok, "description": t.accepted}
-        paths[f"/api/boards/{{slug}}/tools/{t.name}"] = {
-            "post": {
-                "operationId": t.name,
-                "summary": t.description.split(". ")[0],
-                "description": t.description,
-                "parameters": [
-                    {"name": "slug", "in": "path", "required": True, "schema": {"type": "string"}}
-                ],
-                "requestBody": {
-                    "required": False,
-                    "content": {
-                        "application/json": {
-                            "schema": {"$ref": f"#/components/schemas/{model.__name__}"}
-                        }
-                    },
-                },
-                "responses": responses,
-                "security": [{"bearer": []}],
-            }
-        }
-    paths["/api/boards/{slug}/tools"] = {
-        "get": {
-            "operationId": "listTools",
-            "summary": "Tool definitions (Anthropic format, or OpenAI with ?format=openai)",
-            "parameters": [
-                {"name": "slug", "in": "path", "required": True, "schema": {"type": "string"}},
-                {
-                    "name": "format",
-                    "in": "query",
-                    "required": False,
-                    "schema": {"type": "string", "enum": ["anthropic", "openai"]},
-                },
-            ],
-            "responses": {
-                "200": {
-                    "description": "Tool definitions",
-                    "content": {"application/json": {"schema": {"type": "object"}}},
-                },
-                "400": errors["400"],
-                "404": errors["404"],
-            },
-        }
-    }
-    paths.update(_read_paths(errors))
-    return {
-        "openapi": "3.1.0",
-        "info": {"title": "Agent Kanban tool API", "version": "1"},
-        "paths": paths,
-        "components": {
-            "schemas": components,
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
-        },
-    }
-
-
-def _typed_error(components: dict[str, Any], name: str, details: dict[str, Any]) -> str:
-    """An error schema whose ``details`` are ``details`` (a 400's, a 409's), as a component."""
-    components[name] = {
-        "allOf": [
-            {"$ref": "#/components/schemas/Error"},
-            {"properties": {"error": {"properties": {"details": details}}}},
-        ]
-    }
-    return f"#/components/schemas/{name}"
-
-
 class HookInput(BaseModel):
     """A coding client's hook event (Claude Code's hook input, SPEC §11): the fields the
     board reads are checked; whatever else a client version sends is let through."""
@@ -741,66 +461,6 @@ class HookInput(BaseModel):
     tool_input: dict[str, Any] | None = None
     tool_use_id: Annotated[str, StringConstraints(max_length=128)] | None = None
     duration_ms: int | float | None = None
-    prompt: Annotated[str, StringConstraints(max_length=100_000)] | None = None
+    prompt: Annotated[str, StringConstraints(max_length=limits.LONG_TEXT_MAX)] | None = None
     message: Annotated[str, StringConstraints(max_length=10_000)] | None = None
     model: str | dict[str, Any] | None = None
-
-
-def _read_paths(errors: dict[str, Any]) -> dict[str, Any]:
-    """The read-only JSON endpoints beside the tools: the event log and the metrics."""
-
-    def query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
-        return {
-            "name": name,
-            "in": "query",
-            "required": False,
-            "schema": schema,
-            "description": description,
-        }
-
-    slug = {"name": "slug", "in": "path", "required": True, "schema": {"type": "string"}}
-    whole = {"type": "integer"}
-    answers = {
-        "200": {
-            "description": "The answer",
-            "content": {"application/json": {"schema": {"type": "object"}}},
-        },
-        **{code: errors[code] for code in ("400", "401", "403", "404")},
-    }
-    events = [
-        query("after", {**whole, "minimum": 0, "maximum": 2**62}, "Events after this seq."),
-        query("limit", {**whole, "minimum": 1, "maximum": ACTIVITY_MAX}, "Events per page."),
-        query("taskId", {**whole, "minimum": 1, "maximum": 2**31 - 1}, "Only this task's."),
-        query("actor", {"type": "string"}, "Only this agent's or person's."),
-        query("kind", {"type": "string"}, "Only events of this kind."),
-    ]
-    window = f"YYYY-MM-DD, in the years {numbers.YEAR_MIN} to {numbers.YEAR_MAX}"
-    measures = [
-        query(
-            "range",
-            {"type": "string", "enum": list(RANGE_KEYS)},
-            "The last hour (in minutes), today (in hours), 7 or 30 days (in days); by default "
-            "the smallest that holds the board's activity of the last 30 days.",
-        ),
-        query("today", {"type": "string", "format": "date"}, f"The last day ({window})."),
-    ]
-    return {
-        "/api/boards/{slug}/events": {
-            "get": {
-                "operationId": "listEvents",
-                "summary": "The board's event log, oldest first (an admin-scoped token)",
-                "parameters": [slug, *events],
-                "responses": answers,
-                "security": [{"bearer": []}],
-            }
-        },
-        "/api/boards/{slug}/metrics": {
-            "get": {
-                "operationId": "boardMetrics",
-                "summary": "Flow metrics and cost of the board (any token of the board)",
-                "parameters": [slug, *measures],
-                "responses": answers,
-                "security": [{"bearer": []}],
-            }
-        },
-    }

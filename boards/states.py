@@ -88,3 +88,48 @@ def agent_state(
     if holding or session_state in ("working", "waiting"):
         return AgentState.WORKING
     return AgentState.IDLE
+
+
+class EventKind(models.TextChoices):
+    """What an ``Event`` records: its ``kind`` in the event log, the activity feed, the
+    socket's catch-up and webhooks (the values are the wire's). Every place that records
+    or matches a kind names it here."""
+
+    # A task's life.
+    CREATED = "created", "Task created"
+    UPDATED = "updated", "Task updated"
+    STATUS = "status", "Status changed"
+    CLAIMED = "claimed", "Claimed"
+    REASSIGNED = "reassigned", "Reassigned"
+    DELETED = "deleted", "Deleted"
+    BLOCKED = "blocked", "Blocked"
+    UNBLOCKED = "unblocked", "Unblocked"
+    RECLAIMED = "reclaimed", "Lease lapsed, reclaimed"
+    NEEDS_ATTENTION = "needs_attention", "Needs attention"
+    MESSAGE = "message", "Message to an agent"
+    # Approvals of a task.
+    APPROVAL_REQUESTED = "approval_requested", "Approval requested"
+    APPROVED = "approved", "Approved"
+    DENIED = "denied", "Denied"
+    APPROVAL_CLEARED = "approval_cleared", "Approval cleared"
+    APPROVAL_CANCELLED = "approval_cancelled", "Approval request cancelled"
+    # The board and who may use it.
+    BOARD_CREATED = "board_created", "Board created"
+    RESET = "reset", "Board reset"
+    SETTINGS = "settings", "Settings changed"
+    RECOUNTED = "recounted", "Counts repaired"
+    MEMBER = "member", "Member changed"
+    INVITE = "invite", "Invite"
+    WEBHOOK = "webhook", "Webhook changed"
+    WEBHOOK_TEST = "webhook_test", "Webhook test"
+    GATE_RULE = "gate_rule", "Gate rule changed"
+    # Agents, their sessions and the tool calls a gate held.
+    AGENT_REMOVED = "agent_removed", "Agent removed"
+    AGENT_SILENT = "agent_silent", "Agent went silent"
+    AGENT_GONE = "agent_gone", "Agent gone"
+    SESSION_STARTED = "session_started", "Session started"
+    SESSION_ENDED = "session_ended", "Session ended"
+    TOOL_CALL_REQUESTED = "tool_call_requested", "Tool call held for a person"
+    TOOL_CALL_APPROVED = "tool_call_approved", "Tool call approved"
+    TOOL_CALL_DENIED = "tool_call_denied", "Tool call denied"
+    TOOL_CALL_EXPIRED = "tool_call_expired", "Tool call unanswered"

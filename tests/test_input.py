@@ -8,16 +8,20 @@ any tool's needs are 400s, and a refused input changes nothing (issue #23, item 
 from __future__ import annotations
 
 import json
+import re
 from datetime import date
 from decimal import Decimal
 
 import pytest
 from channels.db import database_sync_to_async
 from channels.testing import HttpCommunicator
+from pydantic import TypeAdapter, ValidationError
 
 from boards import edge, numbers, services
+from boards.converters import NumberConverter
 from boards.errors import InvalidInput
 from boards.models import Board, Event, Membership, Role, Task, Webhook
+from boards.schemas import TaskId
 from boards.services.boards import BUDGET_MAX
 from tests.factories import make_task, make_token
 
@@ -70,6 +74,28 @@ def test_digits_of_another_script_are_refused_naming_the_field(text):
 )
 def test_an_id_is_a_number_a_hash_number_or_an_int(value, number):
     assert numbers.id_number(value) == number
+
+
+SPELLINGS = ["12", "#12", " 12 ", " #12", 12]
+
+
+@pytest.mark.parametrize("value", SPELLINGS)
+def test_a_task_number_is_read_one_way_by_the_tool_input_the_url_and_the_pages(value):
+    assert numbers.task_text(value) == "12"
+    assert numbers.id_number(value) == 12
+    assert TypeAdapter(TaskId).validate_python(value) == "12"
+    assert re.fullmatch(NumberConverter.regex, "12")
+    assert NumberConverter().to_python("12") == 12
+
+
+@pytest.mark.parametrize("text", FOREIGN)
+def test_a_task_number_in_another_script_is_refused_by_every_reader(text):
+    with pytest.raises(ValueError, match=numbers.FOREIGN_DIGITS):
+        numbers.task_text(text)
+    with pytest.raises(ValidationError, match=numbers.FOREIGN_DIGITS):
+        TypeAdapter(TaskId).validate_python(text)
+    with pytest.raises(InvalidInput):
+        numbers.id_number(text, field="task")
 
 
 @pytest.mark.parametrize("text", ["0", "101", "-1", "", "1e2", "٣", "99999999999999999999"])

@@ -13,6 +13,7 @@ import pytest
 from django.utils import timezone
 
 from boards import services
+from boards.limits import LEASE_MAX, LEASE_MIN
 from boards.models import Attempt, Board, Event, Task
 from tests.test_concurrency import post, run_in_threads
 
@@ -389,3 +390,20 @@ def test_the_board_shows_stuck_apart_and_lists_tasks_that_need_attention(
     assert Task.objects.get(board=board, number=1).status == "pending"
     html = person_client.get("/boards/team/").content.decode()
     assert 'data-attention-task="1"' not in html
+
+
+@pytest.mark.parametrize("seconds", [LEASE_MIN - 1, LEASE_MAX + 1])
+def test_a_board_lease_takes_the_bounds_a_claim_takes(board, alice, seconds):
+    from boards.errors import InvalidInput
+
+    with pytest.raises(InvalidInput, match="leaseSeconds"):
+        services.board_settings(board=board, actor="pat", leaseSeconds=seconds)
+    alice.create("A")
+    claim = alice.call("TaskClaim", {"taskId": "1", "leaseSeconds": seconds})
+    assert (claim.status, claim.error["details"][0]["field"]) == (400, "leaseSeconds")
+
+
+@pytest.mark.parametrize("seconds", [LEASE_MIN, LEASE_MAX])
+def test_a_board_lease_at_either_bound_is_kept(board, seconds):
+    services.board_settings(board=board, actor="pat", leaseSeconds=seconds)
+    assert Board.objects.get(pk=board.pk).lease_seconds == seconds

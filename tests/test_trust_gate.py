@@ -87,7 +87,8 @@ def test_an_agent_cannot_remove_a_gated_blocker_while_approval_waits(alice, gate
         ops = [{"op": "update", "taskId": "2", "removeBlockedBy": ["1"]}]
         reply = alice.call("TaskBatch", {"ops": ops})
     assert (reply.status, reply.error["code"]) == (409, "approval_required")
-    assert "waits on #1, which awaits approval requested by alice" in reply.error["message"]
+    assert reply.error["message"].startswith("Task #2 waits for a person to approve #1:")
+    assert reply.error["details"] == {"blocker": "1", "approval": "requested"}
     assert last_seq(gated) == seq
     assert alice.call("TaskClaim", {"taskId": "2"}).error["code"] == "blocked"
 
@@ -109,7 +110,7 @@ def test_an_approval_posts_the_version_seen_and_a_stale_one_is_refused(alice, ga
         "/boards/team/tasks/1/approve/", {"version": seen}, headers={"HX-Request": "true"}
     )
     assert response.status_code == 409
-    assert "changed since you looked" in response.content.decode()
+    assert "changed since it was read" in response.content.decode()
     assert Task.objects.get(board=gated, number=1).approval_state == "requested"
 
     now = Task.objects.get(board=gated, number=1).version
@@ -135,7 +136,7 @@ def test_an_operator_cannot_finish_a_task_that_waits_for_approval(gated, django_
     )
 
     assert response.status_code == 409
-    assert "needs the approver role" in response.content.decode()
+    assert "only a person with the approver role decides" in response.content.decode()
     assert last_seq(gated) == seq
     assert Task.objects.get(board=gated, number=2).blocked
 

@@ -11,7 +11,7 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from ..activity import STATUS_NAMES
-from ..errors import InvalidInput, NotFound
+from ..errors import InvalidInput, refuse
 from ..models import (
     TERMINAL_STATUSES,
     ApprovalState,
@@ -406,7 +406,7 @@ def _neighbourhood(board: Board, number: int, limit: int = 500) -> set[int]:
     """The task, and every task its blockers and dependents reach (both ways)."""
     start = Task.objects.filter(board=board, number=number).values_list("pk", flat=True).first()
     if start is None:
-        raise NotFound(f"Task #{number} not found", code="task_not_found")
+        raise refuse("task_not_found", number=number)
     seen = {start}
     for forward in (True, False):
         level = {start}

@@ -11,6 +11,7 @@ from django.db.models import (
     QuerySet,
 )
 
+from .. import limits
 from ..activity import DEFAULT_NOTIFY, describe, signal_of
 from ..models import (
     Agent,
@@ -20,9 +21,15 @@ from ..models import (
     Subscription,
     Webhook,
 )
+from ..states import EventKind, Status
 from .present import iso
 
-APPROVAL_EVENTS = ("approval_requested", "approved", "denied", "approval_cleared")
+APPROVAL_EVENTS = (
+    EventKind.APPROVAL_REQUESTED,
+    EventKind.APPROVED,
+    EventKind.DENIED,
+    EventKind.APPROVAL_CLEARED,
+)
 
 
 def approval_history(board: Board, number: int) -> list[dict[str, Any]]:
@@ -44,7 +51,7 @@ def approval_history(board: Board, number: int) -> list[dict[str, Any]]:
 def _task_events(board: Board, number: int) -> QuerySet[Event]:
     """The task's events since the board was last reset (numbers restart after a reset)."""
     last_reset = (
-        Event.objects.filter(board=board, kind="reset")
+        Event.objects.filter(board=board, kind=EventKind.RESET)
         .order_by("-seq")
         .values_list("seq", flat=True)
         .first()
@@ -58,10 +65,8 @@ def task_history(board: Board, number: int, *, limit: int = 200) -> list[Event]:
     return list(_task_events(board, number).order_by("-seq")[:limit])
 
 
-ACTIVITY_PAGE = 50
-
-
-ACTIVITY_MAX = 500
+ACTIVITY_PAGE = limits.ACTIVITY_PAGE
+ACTIVITY_MAX = limits.ACTIVITY_MAX
 
 
 def activity_page(
@@ -123,36 +128,36 @@ def event_json(event: Event) -> dict[str, Any]:
 # reassignments, reclaimed leases, and tasks that came to need a person.
 MATTERS = Q(
     kind__in=(
-        "approval_requested",
-        "approved",
-        "denied",
-        "tool_call_requested",
-        "tool_call_approved",
-        "tool_call_denied",
-        "reassigned",
-        "reclaimed",
-        "needs_attention",
+        EventKind.APPROVAL_REQUESTED,
+        EventKind.APPROVED,
+        EventKind.DENIED,
+        EventKind.TOOL_CALL_REQUESTED,
+        EventKind.TOOL_CALL_APPROVED,
+        EventKind.TOOL_CALL_DENIED,
+        EventKind.REASSIGNED,
+        EventKind.RECLAIMED,
+        EventKind.NEEDS_ATTENTION,
     )
-) | Q(kind="status", data__fields__status__to="failed")
+) | Q(kind=EventKind.STATUS, data__fields__status__to=Status.FAILED)
 
 ACTIVITY_KINDS = (
-    "created",
-    "claimed",
-    "status",
-    "updated",
-    "approval_requested",
-    "approved",
-    "denied",
-    "reclaimed",
-    "needs_attention",
-    "reassigned",
-    "blocked",
-    "unblocked",
-    "deleted",
-    "message",
-    "member",
-    "settings",
-    "webhook",
+    EventKind.CREATED,
+    EventKind.CLAIMED,
+    EventKind.STATUS,
+    EventKind.UPDATED,
+    EventKind.APPROVAL_REQUESTED,
+    EventKind.APPROVED,
+    EventKind.DENIED,
+    EventKind.RECLAIMED,
+    EventKind.NEEDS_ATTENTION,
+    EventKind.REASSIGNED,
+    EventKind.BLOCKED,
+    EventKind.UNBLOCKED,
+    EventKind.DELETED,
+    EventKind.MESSAGE,
+    EventKind.MEMBER,
+    EventKind.SETTINGS,
+    EventKind.WEBHOOK,
 )
 
 

@@ -17,8 +17,9 @@ from django.db.models import (
     QuerySet,
 )
 
+from .. import limits
 from ..activity import needs_sentence
-from ..errors import InvalidInput, NotFound
+from ..errors import InvalidInput, NotFound, refuse
 from ..fulltext import Terms, search_terms
 from ..models import (
     TERMINAL_STATUSES,
@@ -56,14 +57,14 @@ def parse_task_id(value: str | int, *, field: str = "taskId") -> int:
     are refused, naming ``field``: ``numbers``)."""
     number = id_number(value, field=field)
     if number is None:
-        raise NotFound(f"Task #{str(value)[:40]} not found", code="task_not_found")
+        raise refuse("task_not_found", number=str(value)[:40])
     return number
 
 
 def board_get(slug: str) -> Board:
     board = Board.objects.filter(slug=slug).first()
     if board is None:
-        raise NotFound(f"Board {slug[:64]!r} not found", code="board_not_found")
+        raise refuse("board_not_found", slug=slug[:64])
     return board
 
 
@@ -223,7 +224,7 @@ def labels_of(pks: Iterable[int]) -> dict[int, list[str]]:
 def task_view(board: Board, number: int) -> TaskView:
     view = task_views(board, [number]).get(number)
     if view is None:
-        raise NotFound(f"Task #{number} not found", code="task_not_found")
+        raise refuse("task_not_found", number=number)
     return view
 
 
@@ -321,7 +322,7 @@ def derive_flags(
     return derived
 
 
-LIST_LIMIT_DEFAULT = 100
+LIST_LIMIT_DEFAULT = limits.LIST_PAGE
 
 
 def encode_cursor(number: int, kind: str = "after") -> str:

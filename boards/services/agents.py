@@ -27,6 +27,7 @@ from ..models import (
     agent_name_problem,
     hash_token,
 )
+from ..states import EventKind
 from .work import NAME_MAX, text, unit_of_work
 
 logger = logging.getLogger(__name__)
@@ -196,13 +197,18 @@ def agent_remove(*, board: Board, name: str, actor: str) -> None:
         if not removed:
             raise NotFound(f"No agent {name[:64]!r} on this board", code="agent_not_found")
         _seen.clear()
-        work.record("agent_removed", None, name=name)
+        work.record(EventKind.AGENT_REMOVED, None, name=name)
 
 
 # Every agent quiet for at least this long is looked at by the sweeper (the least
 # silentAfterSeconds a board may set).
 QUIET_MIN_SECONDS = 10
 SWEEPER_ACTOR = "board"
+# The event that announces each quiet state, once.
+ANNOUNCED: dict[str, EventKind] = {
+    AgentState.SILENT: EventKind.AGENT_SILENT,
+    AgentState.GONE: EventKind.AGENT_GONE,
+}
 
 
 def agents_sweep(*, now: datetime | None = None) -> int:
@@ -243,7 +249,7 @@ def _announce(board: Board, agents: list[tuple[str, str]]) -> int:
         for name, target in agents:
             Agent.objects.filter(board=work.board, name=name).update(announced=target)
             if target:
-                work.record(f"agent_{target}", None, name=name)
+                work.record(ANNOUNCED[target], None, name=name)
             work.header = True
             work.touch_held_by(name)
     return len(agents)

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from .. import limits
 from ..models import ApprovalState, Board, Message
+from ..states import EventKind
 from . import lifecycle
 from .work import Outcome, shown, text, unit_of_work
 
 
 def approval_request(*, board: Board, agent: str, task_id: str | int, reason: str) -> Outcome:
     """An agent asks a person before doing something on a task ("about to run the migration")."""
-    reason = text("reason", reason, 2000, required=True)
+    reason = text("reason", reason, limits.APPROVAL_REASON_MAX, required=True)
     with unit_of_work(board, agent) as work:
         task = work.task(task_id)
         lifecycle.request_approval(work, task, reason)
@@ -27,7 +29,7 @@ def approval_decide(
 ) -> Outcome:
     """A person approves or denies a pending request (``lifecycle.decide``); ``version``,
     the task version they saw, refuses a decision on a task changed since."""
-    note = text("note", note or "", 2000)
+    note = text("note", note or "", limits.NOTE_MAX)
     with unit_of_work(board, person, person=True) as work:
         task = work.task(task_id)
         lifecycle.decide(work, task, approve=approve, note=note, version=version)
@@ -42,7 +44,9 @@ def approval_decide(
                 task_number=task.number,
                 body=body,
             )
-            work.record("message", task.number, to=task.approval_requested_by, body=shown(body))
+            work.record(
+                EventKind.MESSAGE, task.number, to=task.approval_requested_by, body=shown(body)
+            )
     return Outcome(task.number, work.changes)
 
 
@@ -54,5 +58,5 @@ def approval_require(*, board: Board, person: str, task_id: str | int, required:
             task.approval_required = required
             if not required and task.approval_state == ApprovalState.REQUESTED:
                 task.approval_state = ApprovalState.NONE
-            work.save_task(task, "updated", fields={"approvalRequired": {"to": required}})
+            work.save_task(task, EventKind.UPDATED, fields={"approvalRequired": {"to": required}})
     return Outcome(task.number, work.changes)

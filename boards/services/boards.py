@@ -9,13 +9,14 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
 from django.db import transaction
 
-from .. import numbers
+from .. import limits, numbers
 from ..errors import Conflict, InvalidInput
 from ..models import Board, Task
+from ..states import EventKind
 from . import hooks
 from .work import KEPT_FIELDS, Outcome, text, unit_of_work
 
-SLUG_MAX = 64
+SLUG_MAX = limits.SLUG_MAX
 
 
 def board_create(*, slug: str, name: str = "", actor: str = "system") -> Board:
@@ -29,14 +30,14 @@ def board_create(*, slug: str, name: str = "", actor: str = "system") -> Board:
         raise InvalidInput(
             "slug: letters, numbers, hyphens or underscores only", field="slug"
         ) from exc
-    name = text("name", name or slug, 200, required=True)
+    name = text("name", name or slug, limits.BOARD_NAME_MAX, required=True)
     with transaction.atomic():
         if Board.objects.filter(slug=slug).exists():
             raise Conflict(f"Board {slug!r} already exists", code="exists")
         board = Board.objects.create(slug=slug, name=name)
         hooks.gate_rules_default(board=board)
         with unit_of_work(board, actor, person=True) as work:
-            work.record("board_created", None, slug=slug, name=name)
+            work.record(EventKind.BOARD_CREATED, None, slug=slug, name=name)
     return board
 
 
@@ -49,13 +50,13 @@ def board_reset(*, board: Board, actor: str) -> Outcome:
         for field in KEPT_FIELDS.values():
             setattr(work.board, field, 0)
         work.reset = True
-        work.record("reset", None)
+        work.record(EventKind.RESET, None)
     return Outcome(None, work.changes)
 
 
 # The board's work settings: public name → (model field, smallest, largest); None clears.
 SETTINGS = {
-    "leaseSeconds": ("lease_seconds", 1, 86_400),
+    "leaseSeconds": ("lease_seconds", limits.LEASE_MIN, limits.LEASE_MAX),
     "maxAttempts": ("max_attempts", 1, 100),
     "maxInProgressPerAgent": ("max_in_progress_per_agent", 1, 10_000),
     "maxInProgress": ("max_in_progress", 1, 100_000),
@@ -66,7 +67,7 @@ SETTINGS = {
 REQUIRED_SETTINGS = frozenset({"max_attempts", "silent_after_seconds", "failure_grace_seconds"})
 
 
-BUDGET_MAX = Decimal("1000000000")
+BUDGET_MAX = limits.BUDGET_MAX
 
 
 def _budget(value: Any) -> Decimal | None:
@@ -118,7 +119,7 @@ def board_settings(*, board: Board, actor: str, **values: Any) -> Board:
                 **{SETTINGS[public][0]: entry["to"] for public, entry in ints.items()}
             )
         if changed:
-            work.record("settings", None, fields=changed)
+            work.record(EventKind.SETTINGS, None, fields=changed)
         if "maxAttempts" in changed:
             # Which pending tasks are ready depends on it: every open task is counted again.
             work.recheck.update(

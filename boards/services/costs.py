@@ -9,21 +9,19 @@ from typing import Any
 
 from django.db.models import F
 
-from .. import numbers
+from .. import limits, numbers
 from ..errors import Conflict, InvalidInput
 from ..models import Attempt, Board, Status, Task, Usage
 from .work import Work
 
-# What one report may say, and what a task and a board may add up to. The sums stay far
-# inside their columns (DecimalField(16, 6): under ten billion dollars; big integers), so
-# no agent can store a number the database cannot read back.
-TOKENS_MAX = 10**9
-COST_MAX = Decimal("10000")
-TASK_TOKENS_MAX = 10**13
-TASK_COST_MAX = Decimal("1000000")
-BOARD_COST_MAX = Decimal("1000000000")
+# What one report may say, and what a task and a board may add up to (``boards.limits``).
+TOKENS_MAX = limits.TOKENS_MAX
+COST_MAX = limits.COST_MAX
+TASK_TOKENS_MAX = limits.TASK_TOKENS_MAX
+TASK_COST_MAX = limits.TASK_COST_MAX
+BOARD_COST_MAX = limits.BOARD_COST_MAX
 CENT = Decimal("0.000001")
-MODEL_MAX = 100
+MODEL_MAX = limits.MODEL_MAX
 
 
 def _count(usage: Mapping[str, Any], name: str) -> int:

@@ -7,6 +7,7 @@ from django.db.models import Q
 
 from ..models import Board, Task
 from ..rules import count_delta, counted_bits
+from ..states import EventKind
 from .work import KEPT_FIELDS, unit_of_work
 
 SWEEPER_ACTOR = "system"
@@ -51,5 +52,5 @@ def recount(board: Board, *, fix: bool = False) -> dict[str, tuple[int, int]]:
             for key, field in KEPT_FIELDS.items():
                 setattr(work.board, field, counted[key])
         if drift and fix:
-            work.record("recounted", None, drift={k: list(v) for k, v in drift.items()})
+            work.record(EventKind.RECOUNTED, None, drift={k: list(v) for k, v in drift.items()})
     return drift

@@ -14,10 +14,12 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
-from ..errors import Conflict
+from .. import limits
+from ..errors import Conflict, refuse
 from ..models import UNFINISHED, Board, Message, Status, Task
 from ..rules import NO_PROGRESS_FLOOR, no_progress_after
 from ..selectors import cycle_p90
+from ..states import EventKind
 from . import lifecycle
 from .tasks import _update
 from .work import Outcome, Work, text, unit_of_work
@@ -25,7 +27,7 @@ from .work import Outcome, Work, text, unit_of_work
 logger = logging.getLogger(__name__)
 
 SWEEPER_ACTOR = "system"
-NOTE_MAX = 2000
+NOTE_MAX = limits.NOTE_MAX
 # A chain cancelled at once stops here (the rest stays for another decision).
 CHAIN_MAX = 500
 
@@ -94,9 +96,7 @@ def cancel_chain(
                 cancelled.append(member)
                 _tell(work, member, owner, "cancelled", note)
         if not cancelled:
-            raise Conflict(
-                f"#{task.number} and what waits on it are already finished", code="terminal"
-            )
+            raise refuse("terminal", number=task.number, status=task.status)
     return Outcome(task.number, work.changes)
 
 
@@ -113,7 +113,9 @@ def reopen(
         if task.status == Status.PENDING and task.failures:
             # Pending with its attempts used up (its leases lapsed): they count afresh.
             failures, task.failures = task.failures, 0
-            work.save_task(task, "updated", fields={"failures": {"from": failures, "to": 0}})
+            work.save_task(
+                task, EventKind.UPDATED, fields={"failures": {"from": failures, "to": 0}}
+            )
         else:
             _update(work, task, {"status": Status.PENDING})
         _tell(work, task, owner, "set back to pending", note)
@@ -134,7 +136,7 @@ def release(*, board: Board, person: str, task_id: str | int, note: str = "") ->
         if task.status == Status.IN_PROGRESS:
             fields["status"] = Status.PENDING
             task.lease_lost_by = owner
-        _update(work, task, fields, kind="reassigned")
+        _update(work, task, fields, kind=EventKind.REASSIGNED)
         _tell(work, task, owner, "released to any agent", note)
     return Outcome(task.number, work.changes)
 

@@ -44,7 +44,7 @@ def resolve(
     if found is None:
         raise InvalidInput(
             f"Task #{owner.number}: {field_name} references unknown task "
-            f"#{str(ident).lstrip('#')[:40]}",
+            f"#{str(numbers.task_text(ident))[:40]}",
             code="unknown_reference",
             details=[
                 {

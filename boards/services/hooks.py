@@ -26,7 +26,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from .. import events, gates
+from .. import events, gates, limits
 from ..errors import Conflict, InvalidInput, NotFound
 from ..models import (
     Board,
@@ -38,10 +38,11 @@ from ..models import (
     ToolCall,
 )
 from ..rules import REPEATS_NO_PROGRESS
+from ..states import EventKind
 from .work import Work, shown, text, unit_of_work
 
 SUMMARY_MAX = 2_000
-NOTE_MAX = 2_000
+NOTE_MAX = limits.NOTE_MAX
 # Events that start or end a tool call, and those that change the session's state.
 TOOL_START = "PreToolUse"
 TOOL_ENDS = {"PostToolUse": "ok", "PostToolUseFailure": "error"}
@@ -210,7 +211,7 @@ def _apply(
     ended = name == "SessionEnd" and was[0] != SessionState.ENDED
     if work is not None and (started or ended):
         work.record(
-            "session_started" if started else "session_ended",
+            EventKind.SESSION_STARTED if started else EventKind.SESSION_ENDED,
             None,
             session=session.session_id[:40],
             cwd=session.cwd[:200],
@@ -229,7 +230,7 @@ def _record_loop(work: Work, session: ClientSession, ended: bool) -> None:
         work.header = True
         return
     work.record(
-        "needs_attention",
+        EventKind.NEEDS_ATTENTION,
         None,
         reason=Reason.NO_PROGRESS,
         session=session.session_id[:40],
@@ -275,7 +276,7 @@ def _verdict(
         deadline=now + timedelta(seconds=wait),
     )
     work.record(
-        "tool_call_requested",
+        EventKind.TOOL_CALL_REQUESTED,
         None,
         call=call.pk,
         tool=call.tool_name,
@@ -308,14 +309,14 @@ def tool_call_decide(
             raise Conflict(
                 f"{call.agent}'s {call.tool_name} call was already decided "
                 f"({call.get_state_display().lower()})",
-                code="not_awaiting_approval",
+                code="call_decided",
             )
         call.state = CallState.APPROVED if approve else CallState.DENIED
         call.decided_by, call.decided_at, call.note = person, work.now, note
         call.save()
         _session_resumes(call)
         work.record(
-            "tool_call_approved" if approve else "tool_call_denied",
+            EventKind.TOOL_CALL_APPROVED if approve else EventKind.TOOL_CALL_DENIED,
             None,
             call=call.pk,
             agent=call.agent,
@@ -342,7 +343,7 @@ def tool_call_expire(*, board: Board, call_id: int) -> ToolCall | None:
         call.save()
         _session_resumes(call)
         work.record(
-            "tool_call_expired",
+            EventKind.TOOL_CALL_EXPIRED,
             None,
             call=call.pk,
             agent=call.agent,
@@ -464,7 +465,7 @@ def gate_rule_add(
             outside_cwd=bool(outside_cwd),
             **fields,
         )
-        work.record("gate_rule", None, action="added", rule=gates.Rule(**fields).label())
+        work.record(EventKind.GATE_RULE, None, action="added", rule=gates.Rule(**fields).label())
     return rule
 
 
@@ -475,7 +476,7 @@ def gate_rule_remove(*, board: Board, actor: str, rule_id: int) -> None:
             raise NotFound(f"Gate rule {rule_id} not found", code="rule_not_found")
         label = _rules_of([rule])[0].label()
         rule.delete()
-        work.record("gate_rule", None, action="removed", rule=label)
+        work.record(EventKind.GATE_RULE, None, action="removed", rule=label)
 
 
 def _rules_of(rows: list[GateRule]) -> list[gates.Rule]:

@@ -19,11 +19,11 @@ whose code names the rule and whose message names the task.
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
+from typing import Any, NoReturn
 
 from django.conf import settings
 
-from ..errors import Conflict, InvalidInput, PermissionDenied
+from ..errors import Conflict, InvalidInput, PermissionDenied, ServiceError, refuse
 from ..models import (
     TERMINAL_STATUSES,
     Agent,
@@ -34,6 +34,7 @@ from ..models import (
     Task,
 )
 from ..selectors import iso
+from ..states import EventKind
 from . import costs
 from .graph import open_blockers
 from .work import Outcome, Work, shown
@@ -67,19 +68,10 @@ DEPENDENTS_SEE = frozenset({Status.COMPLETED, Status.FAILED, Status.CANCELLED})
 FAILED_OUTCOMES = frozenset({AttemptOutcome.FAILED, AttemptOutcome.TIMED_OUT})
 
 
-def _refuse(task: Task, code: str, reason: str, **details: Any) -> Conflict:
-    return Conflict(f"Task #{task.number} {reason}", code=code, details=details or None)
-
-
 def _check_not_blocked(task: Task) -> None:
     blockers = open_blockers(task)
     if blockers:
-        raise _refuse(
-            task,
-            "blocked",
-            "is blocked by " + ", ".join(f"#{n}" for n in blockers),
-            blockedBy=[str(n) for n in blockers],
-        )
+        raise refuse("blocked", number=task.number, blockedBy=[str(n) for n in blockers])
 
 
 def _check_gate(work: Work, task: Task, action: str) -> None:
@@ -88,36 +80,17 @@ def _check_gate(work: Work, task: Task, action: str) -> None:
     ``action`` is a status or ``"deleted"``."""
     if work.person:
         if action in TERMINAL_STATUSES and awaits_person(task) and not work.approver:
-            raise _refuse(
-                task,
-                "approval_required",
-                "waits for a person's approval; finishing it is a decision that needs "
-                "the approver role",
-            )
+            raise _approval_required(task, task)
         return
     if task.approval_state == ApprovalState.DENIED:
-        note = f": {task.approval_note}" if task.approval_note else ""
-        raise _refuse(
-            task,
+        raise refuse(
             "approval_denied",
-            f"was denied by {task.approval_decided_by}{note}; only a person can reopen it",
+            number=task.number,
             decidedBy=task.approval_decided_by,
+            note=f": {task.approval_note}" if task.approval_note else "",
         )
-    gated = task.approval_required and task.approval_state != ApprovalState.APPROVED
-    if gated and (action in GATED_FOR_AGENTS or action == "deleted"):
-        if task.approval_state == ApprovalState.REQUESTED:
-            raise _refuse(
-                task,
-                "awaiting_approval",
-                f"awaits approval requested by {task.approval_requested_by}; "
-                "a person must decide before it can be finished or deleted",
-                requestedBy=task.approval_requested_by,
-            )
-        raise _refuse(
-            task,
-            "approval_required",
-            "needs a person's approval; claim it with TaskClaim to ask for it",
-        )
+    if awaits_person(task) and (action in GATED_FOR_AGENTS or action == "deleted"):
+        _check_approved(task)
 
 
 def awaits_person(task: Task) -> bool:
@@ -131,37 +104,34 @@ def check_unlink(work: Work, task: Task, blocker: Task) -> None:
     person's who may not decide approvals."""
     if work.approver or blocker.status in TERMINAL_STATUSES or not awaits_person(blocker):
         return
-    state = (
-        f"awaits approval requested by {blocker.approval_requested_by}"
-        if blocker.approval_state == ApprovalState.REQUESTED
-        else "needs a person's approval"
-    )
-    raise _refuse(
-        task,
+    raise _approval_required(task, blocker)
+
+
+def _approval_required(task: Task, gated: Task) -> ServiceError:
+    """``task`` waits for a person's decision on ``gated`` (itself, or a blocker)."""
+    return refuse(
         "approval_required",
-        f"waits on #{blocker.number}, which {state}; only a person who may approve can remove that dependency",
-        blocker=str(blocker.number),
-        approval=blocker.approval_state,
+        number=task.number,
+        blocker=str(gated.number),
+        approval=gated.approval_state,
     )
+
+
+def _check_approved(task: Task) -> NoReturn:
+    """A gated task goes on only once a person approved it: refused while its request
+    waits (``awaiting_approval``) or before anyone asked (``approval_required``)."""
+    if task.approval_state == ApprovalState.REQUESTED:
+        raise refuse(
+            "awaiting_approval", number=task.number, requestedBy=task.approval_requested_by
+        )
+    raise _approval_required(task, task)
 
 
 def _check_may_start(task: Task) -> None:
     """In progress needs: no unfinished blocker, and an approval when the task is gated."""
     _check_not_blocked(task)
-    if task.approval_required and task.approval_state != ApprovalState.APPROVED:
-        if task.approval_state == ApprovalState.REQUESTED:
-            raise _refuse(
-                task,
-                "awaiting_approval",
-                f"awaits approval requested by {task.approval_requested_by}",
-                requestedBy=task.approval_requested_by,
-            )
-        raise _refuse(
-            task,
-            "approval_required",
-            "needs a person's approval before it starts; "
-            "claim it with TaskClaim to ask for approval",
-        )
+    if awaits_person(task):
+        _check_approved(task)
 
 
 def check_status(work: Work, task: Task, status: str) -> None:
@@ -169,7 +139,7 @@ def check_status(work: Work, task: Task, status: str) -> None:
     if status not in TRANSITIONS:
         raise InvalidInput(f"status: unknown status {status[:40]!r}", field="status")
     if status not in TRANSITIONS[task.status]:
-        raise _refuse(task, "terminal", f"is {task.status}; reopen it (status pending) first")
+        raise refuse("terminal", number=task.number, status=task.status)
     _check_gate(work, task, status)
     if status == Status.IN_PROGRESS:
         _check_may_start(task)
@@ -231,7 +201,7 @@ def _clear_approval(work: Work, task: Task, why: str) -> dict[str, Any]:
         return {}
     before = task.approval_state
     task.approval_state = ApprovalState.NONE
-    work.record("approval_cleared", task.number, reason=why, version=task.version + 1)
+    work.record(EventKind.APPROVAL_CLEARED, task.number, reason=why, version=task.version + 1)
     return {"approval": {"from": before, "to": ApprovalState.NONE}}
 
 
@@ -246,7 +216,7 @@ def content_changed(work: Work, task: Task, fields: set[str]) -> dict[str, Any]:
     if task.approval_state == ApprovalState.REQUESTED:
         task.approval_state = ApprovalState.NONE
         work.record(
-            "approval_cancelled",
+            EventKind.APPROVAL_CANCELLED,
             task.number,
             reason=why,
             requestedBy=task.approval_requested_by,
@@ -303,7 +273,7 @@ def hand_over(work: Work, task: Task, owner: str) -> dict[str, Any]:
 def check_reassign(work: Work, task: Task) -> None:
     """A new owner is for work that can still be done: not finished, not blocked."""
     if task.status in TERMINAL_STATUSES:
-        raise _refuse(task, "terminal", f"is {task.status}")
+        raise refuse("terminal", number=task.number, status=task.status)
     _check_not_blocked(task)
 
 
@@ -327,9 +297,9 @@ def claim(work: Work, task: Task, *, lease_seconds: int | None = None) -> Outcom
     """
     agent = work.actor
     if task.status in TERMINAL_STATUSES:
-        raise _refuse(task, "terminal", f"is {task.status}")
+        raise refuse("terminal", number=task.number, status=task.status)
     if task.owner and task.owner != agent:
-        raise _refuse(task, "owned", f"is owned by {task.owner}")
+        raise refuse("owned", number=task.number, owner=task.owner)
     _check_not_blocked(task)
     if task.owner == agent and task.status == Status.IN_PROGRESS:
         return Outcome(task.number, [])
@@ -337,12 +307,7 @@ def claim(work: Work, task: Task, *, lease_seconds: int | None = None) -> Outcom
     if task.approval_required and task.approval_state != ApprovalState.APPROVED:
         if task.approval_state == ApprovalState.REQUESTED:
             if task.approval_requested_by != agent:
-                raise _refuse(
-                    task,
-                    "awaiting_approval",
-                    f"awaits approval requested by {task.approval_requested_by}",
-                    requestedBy=task.approval_requested_by,
-                )
+                _check_approved(task)
             return Outcome(task.number, [], awaiting_approval=True)
         _check_gate(work, task, Status.IN_PROGRESS)  # a denied task stays denied
         # The lease the claim asked for, kept for when a person approves it.
@@ -352,21 +317,16 @@ def claim(work: Work, task: Task, *, lease_seconds: int | None = None) -> Outcom
     was_status, was_owner = task.status, task.owner
     fields = _start(work, task, agent)
     settle(work, task, was_status, was_owner, lease_seconds=lease_seconds)
-    work.save_task(task, "claimed", fields=fields)
+    work.save_task(task, EventKind.CLAIMED, fields=fields)
     return Outcome(task.number, work.changes)
 
 
 def request_approval(work: Work, task: Task, reason: str) -> None:
     """Record the actor's request for a person's approval of ``task``."""
     if task.status in TERMINAL_STATUSES:
-        raise _refuse(task, "terminal", f"is {task.status}")
+        raise refuse("terminal", number=task.number, status=task.status)
     if task.approval_state == ApprovalState.REQUESTED and task.approval_requested_by != work.actor:
-        raise _refuse(
-            task,
-            "awaiting_approval",
-            f"awaits approval requested by {task.approval_requested_by}",
-            requestedBy=task.approval_requested_by,
-        )
+        _check_approved(task)
     task.approval_state = ApprovalState.REQUESTED
     task.approval_requested_by = work.actor
     task.approval_requested_at = work.now
@@ -377,7 +337,7 @@ def request_approval(work: Work, task: Task, reason: str) -> None:
     task.approval_version = None
     work.save_task(
         task,
-        "approval_requested",
+        EventKind.APPROVAL_REQUESTED,
         change="approval_requested",
         reason=shown(reason),
         version=task.version + 1,
@@ -393,15 +353,9 @@ def decide(work: Work, task: Task, *, approve: bool, note: str, version: int | N
     task can start; denying cancels the task with the note.
     """
     if task.approval_state != ApprovalState.REQUESTED or task.status in TERMINAL_STATUSES:
-        raise _refuse(task, "not_awaiting_approval", "is not awaiting approval")
+        raise refuse("not_awaiting_approval", number=task.number)
     if version is not None and version != task.version:
-        raise _refuse(
-            task,
-            "stale_version",
-            f"changed since you looked (you saw version {version}, it is now at "
-            f"{task.version}); read it again before deciding",
-            version=task.version,
-        )
+        raise refuse("stale_version", number=task.number, version=task.version, seen=version)
     requester = task.approval_requested_by
     task.approval_state = ApprovalState.APPROVED if approve else ApprovalState.DENIED
     task.approval_decided_by = work.actor
@@ -424,7 +378,7 @@ def decide(work: Work, task: Task, *, approve: bool, note: str, version: int | N
         task.status = Status.CANCELLED
         task.completed_at = work.now
     settle(work, task, was_status, was_owner, lease_seconds=task.lease_seconds)
-    kind = "approved" if approve else "denied"
+    kind = EventKind.APPROVED if approve else EventKind.DENIED
     work.save_task(task, kind, change=kind, note=note, fields=fields, version=task.approval_version)
 
 
@@ -506,20 +460,19 @@ def check_lease(work: Work, task: Task) -> None:
     )
     lost = bool(task.lease_lost_by) and task.lease_lost_by == work.actor
     if lost and task.owner and task.owner != work.actor:
-        raise _refuse(
-            task,
-            "lease_lost",
-            f"is no longer yours: it was reassigned to {task.owner}; leave it to them",
-            owner=task.owner,
+        raise Conflict(
+            f"Task #{task.number} is no longer yours: it was reassigned to {task.owner}; "
+            "leave it to them",
+            code="lease_lost",
+            details={"owner": task.owner},
         )
     if lapsed_now or lost:
-        raise _refuse(
-            task,
-            "lease_lost",
-            f"is no longer yours: your lease lapsed (no tool call for "
+        raise Conflict(
+            f"Task #{task.number} is no longer yours: your lease lapsed (no tool call for "
             f"{task.lease_seconds or lease_length(work)} s) and the task went back to pending; "
             "claim it again with TaskClaim if it still needs doing",
-            owner=task.owner or None,
+            code="lease_lost",
+            details={"owner": task.owner or None},
         )
 
 
@@ -565,7 +518,7 @@ def reclaim(work: Work, task: Task) -> None:
     work.restatused.add(task.number)
     work.save_task(
         task,
-        "reclaimed",
+        EventKind.RECLAIMED,
         change="reclaimed",
         owner=owner,
         leaseExpiredAt=iso(expired),

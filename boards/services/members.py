@@ -9,13 +9,14 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 
-from .. import events
+from .. import events, limits
 from ..errors import Conflict, Gone, InvalidInput, NotFound
 from ..models import Board, Invite, Membership, Role, hash_token
+from ..states import EventKind
 from .work import text, unit_of_work
 
 # Django's username column; text() also refuses NUL, which PostgreSQL cannot even compare.
-USERNAME_MAX = 150
+USERNAME_MAX = limits.PERSON_NAME_MAX
 INVITE_DAYS_DEFAULT = 7
 INVITE_DAYS_MAX = 30
 INVITE_PREFIX = "inv_"
@@ -39,7 +40,7 @@ def member_set(*, board: Board, username: str, role: str, actor: str) -> Members
         membership, _ = Membership.objects.update_or_create(
             board=work.board, user=user, defaults={"role": role}
         )
-        work.record("member", None, person=user.get_username(), role=role)
+        work.record(EventKind.MEMBER, None, person=user.get_username(), role=role)
         events.access_changed(user_id=user.pk)  # their inbox now listens here, or not
     return membership
 
@@ -53,7 +54,7 @@ def member_remove(*, board: Board, username: str, actor: str) -> None:
         if membership is None:
             raise NotFound(f"{username[:150]!r} is not a member", code="member_not_found")
         membership.delete()
-        work.record("member", None, person=username, role=None)
+        work.record(EventKind.MEMBER, None, person=username, role=None)
         events.access_changed(user_id=membership.user_id, board_id=work.board.pk)
 
 
@@ -83,7 +84,7 @@ def invite_create(
             created_at=work.now,
             expires_at=work.now + timedelta(days=days),
         )
-        work.record("invite", None, action="created", role=role, prefix=invite.prefix)
+        work.record(EventKind.INVITE, None, action="created", role=role, prefix=invite.prefix)
     return invite, raw
 
 
@@ -102,7 +103,9 @@ def invite_revoke(*, board: Board, invite_id: Any, actor: str) -> Invite:
         if invite.revoked_at is None:
             invite.revoked_at = work.now
             invite.save(update_fields=["revoked_at"])
-            work.record("invite", None, action="revoked", role=invite.role, prefix=invite.prefix)
+            work.record(
+                EventKind.INVITE, None, action="revoked", role=invite.role, prefix=invite.prefix
+            )
     return invite
 
 
@@ -164,7 +167,9 @@ def invite_accept(*, token: str, username: str, password: str) -> Any:
         invite.used_at = work.now
         invite.used_by = username
         invite.save(update_fields=["used_at", "used_by"])
-        work.record("invite", None, action="accepted", role=invite.role, prefix=invite.prefix)
-        work.record("member", None, person=username, role=invite.role)
+        work.record(
+            EventKind.INVITE, None, action="accepted", role=invite.role, prefix=invite.prefix
+        )
+        work.record(EventKind.MEMBER, None, person=username, role=invite.role)
         events.access_changed(user_id=user.pk)
     return user

@@ -5,8 +5,9 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
-from .. import events
+from .. import events, limits
 from ..models import Board, Message
+from ..states import EventKind
 from . import agents
 from .work import NAME_MAX, shown, text, unit_of_work
 
@@ -17,14 +18,14 @@ def message_send(
     """Queue a person's message for an agent, optionally about a task."""
     recipient = text("recipient", recipient, NAME_MAX, required=True)
     recipient = agents.checked_name(board, recipient, field="recipient")
-    body = text("body", body, 10_000, required=True)
+    body = text("body", body, limits.MESSAGE_MAX, required=True)
     with unit_of_work(board, sender, person=True) as work:
         about = work.task(task_id, field="task") if task_id is not None and task_id != "" else None
         number = about.number if about else None
         message = Message.objects.create(
             board=work.board, recipient=recipient, sender=sender, task_number=number, body=body
         )
-        work.record("message", number, to=recipient, body=shown(body))
+        work.record(EventKind.MESSAGE, number, to=recipient, body=shown(body))
     return message
 
 

@@ -7,9 +7,11 @@ from typing import Any
 
 from django.db.models import Case, F, When
 
-from ..errors import Conflict, InvalidInput
+from .. import limits
+from ..errors import InvalidInput, refuse
 from ..models import PRIORITY_BY_NAME, Board, Message, Priority, Status, Task
 from ..selectors import task_to_dict, task_view
+from ..states import EventKind
 from . import agents, costs, graph, lifecycle
 from . import labels as task_labels
 from .work import (
@@ -24,9 +26,9 @@ from .work import (
     unit_of_work,
 )
 
-METADATA_MAX_KEYS = 100
-METADATA_KEY_MAX = 100
-METADATA_VALUE_MAX = 10_000
+METADATA_MAX_KEYS = limits.METADATA_KEYS_MAX
+METADATA_KEY_MAX = limits.METADATA_KEY_MAX
+METADATA_VALUE_MAX = limits.METADATA_VALUE_MAX
 
 # Text fields an update may set: model field → (public name, length limit).
 UPDATABLE_TEXT = {
@@ -104,7 +106,7 @@ def _create(
     if labels:
         task_labels.apply(work, task, set_to=labels)
     work.created.add(task.number)
-    work.record("created", task.number, subject=task.subject)
+    work.record(EventKind.CREATED, task.number, subject=task.subject)
     work.change("created", task.number)
     return task
 
@@ -148,11 +150,12 @@ def task_create(
 
 def _check_version(work: Work, task: Task, expected: int | None) -> None:
     if expected is not None and expected != task.version:
-        raise Conflict(
-            f"Task #{task.number} is at version {task.version}, not {expected}; "
-            "read it again and retry",
-            code="stale_version",
-            details={"task": task_to_dict(task_view(work.board, task.number))},
+        raise refuse(
+            "stale_version",
+            number=task.number,
+            version=task.version,
+            seen=expected,
+            task=task_to_dict(task_view(work.board, task.number)),
         )
 
 
@@ -251,7 +254,9 @@ def _update(
     if usage:
         diff["usage"] = {"to": usage}
     lifecycle.settle(work, task, was_status, was_owner)
-    work.save_task(task, kind or ("status" if "status" in diff else "updated"), fields=diff)
+    work.save_task(
+        task, kind or (EventKind.STATUS if "status" in diff else EventKind.UPDATED), fields=diff
+    )
     return list(diff)
 
 
@@ -264,7 +269,9 @@ def _delete(work: Work, task: Task) -> None:
             parent=None, version=F("version") + 1, updated_at=work.now
         )
         work.record(
-            "updated", child.number, fields={"parentId": {"from": str(task.number), "to": None}}
+            EventKind.UPDATED,
+            child.number,
+            fields={"parentId": {"from": str(task.number), "to": None}},
         )
         work.change("updated", child.number, fields=["parentId"])
     dependents = work.status_changed(task)  # they lose a blocker
@@ -272,7 +279,7 @@ def _delete(work: Work, task: Task) -> None:
     task.delete()
     work.deleted.add(task.number)
     work.touched.update(dependents + blockers)
-    work.record("deleted", task.number, subject=task.subject)
+    work.record(EventKind.DELETED, task.number, subject=task.subject)
     work.change("deleted", task.number)
 
 
@@ -402,9 +409,11 @@ def task_reassign(
         if task.status == Status.IN_PROGRESS and owner:
             lifecycle.check_lease(work, task)
             lifecycle.check_takeover(work, task, owner)
-            work.save_task(task, "reassigned", fields=lifecycle.hand_over(work, task, owner))
+            work.save_task(
+                task, EventKind.REASSIGNED, fields=lifecycle.hand_over(work, task, owner)
+            )
         else:
-            _update(work, task, {"owner": owner}, kind="reassigned")
+            _update(work, task, {"owner": owner}, kind=EventKind.REASSIGNED)
         if owner and owner != actor:
             _tell_assigned(work, task, owner)
     return Outcome(task.number, work.changes)
@@ -419,7 +428,7 @@ def _tell_assigned(work: Work, task: Task, owner: str) -> None:
     Message.objects.create(
         board=work.board, recipient=owner, sender=work.actor, task_number=task.number, body=body
     )
-    work.record("message", task.number, to=owner, body=shown(body))
+    work.record(EventKind.MESSAGE, task.number, to=owner, body=shown(body))
 
 
 def _batch_create(work: Work, index: int, op: Mapping[str, Any], refs: dict[str, int]) -> Task:

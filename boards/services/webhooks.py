@@ -20,6 +20,7 @@ from .. import egress, numbers
 from ..activity import SIGNALS
 from ..errors import BODY, InvalidInput, NotFound
 from ..models import Board, Delivery, Event, Subscription, Webhook
+from ..states import EventKind
 from . import outbox
 from .work import unit_of_work
 
@@ -62,7 +63,9 @@ def webhook_add(
         hook = Webhook.objects.create(
             board=work.board, url=url, kinds=chosen, slack=slack, secret=secret, created_by=actor
         )
-        work.record("webhook", None, action="added", url=shown_url(url), kinds=chosen or ["all"])
+        work.record(
+            EventKind.WEBHOOK, None, action="added", url=shown_url(url), kinds=chosen or ["all"]
+        )
     return hook, secret
 
 
@@ -95,7 +98,7 @@ def webhook_change(
             return None
         Webhook.objects.filter(pk=hook.pk).update(**changes)
         what = "secret rotated" if secret else ("resumed" if active else "paused")
-        work.record("webhook", None, action=what, url=shown_url(hook.url))
+        work.record(EventKind.WEBHOOK, None, action=what, url=shown_url(hook.url))
     if active:
         outbox.wake([hook.pk])
     return secret
@@ -105,7 +108,7 @@ def webhook_remove(*, board: Board, actor: str, webhook_id: Any) -> None:
     with unit_of_work(board, actor, person=True) as work:
         hook = _hook(work.board, webhook_id)
         hook.delete()
-        work.record("webhook", None, action="removed", url=shown_url(hook.url))
+        work.record(EventKind.WEBHOOK, None, action="removed", url=shown_url(hook.url))
 
 
 def webhook_test(*, board: Board, actor: str, webhook_id: Any) -> Delivery:
@@ -113,7 +116,9 @@ def webhook_test(*, board: Board, actor: str, webhook_id: Any) -> Delivery:
     with transaction.atomic():
         hook = _hook(board, webhook_id)
         now = timezone.now()
-        event = Event(board=board, seq=0, task_number=None, actor=actor, kind="webhook_test")
+        event = Event(
+            board=board, seq=0, task_number=None, actor=actor, kind=EventKind.WEBHOOK_TEST
+        )
         event.created_at = now
         payload = outbox.event_payload(board, event, TEST_SIGNAL, None)
         payload["event"]["seq"] = None  # not in the board's log

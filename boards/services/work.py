@@ -20,12 +20,13 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from .. import events
-from ..activity import NEEDS_ATTENTION, status_to
-from ..errors import InvalidInput, NotFound
+from .. import events, limits
+from ..activity import status_to
+from ..errors import InvalidInput, refuse
 from ..models import Board, Dependency, Event, FlowDay, Reason, Status, Task
 from ..rules import KEPT_COUNTS, count_delta, counted_bits
 from ..selectors import cycle_through, derive_flags, parse_task_id
+from ..states import EventKind
 from . import outbox
 
 # The board's counter of each finished status.
@@ -36,11 +37,10 @@ FINISHED_COUNTERS = {
 }
 # The board's kept open counts (``rules.KEPT_COUNTS``), by field.
 KEPT_FIELDS = {key: f"{key}_count" for key in KEPT_COUNTS}
-SUBJECT_MAX = 200
-NAME_MAX = 100
-LONG_TEXT_MAX = 100_000
-# Event rows keep long texts shortened: the task itself has them in full.
-EVENT_VALUE_MAX = 500
+SUBJECT_MAX = limits.SUBJECT_MAX
+NAME_MAX = limits.NAME_MAX
+LONG_TEXT_MAX = limits.LONG_TEXT_MAX
+EVENT_VALUE_MAX = limits.EVENT_VALUE_MAX
 
 
 @dataclass(frozen=True)
@@ -238,7 +238,7 @@ class Work:
         """Today's arrivals into each status (and creations): the board's flow metrics."""
         tally: dict[str, int] = {}
         for event in self.events:
-            key = "created" if event.kind == "created" else status_to(event.data)
+            key = "created" if event.kind == EventKind.CREATED else status_to(event.data)
             if key:
                 tally[key] = tally.get(key, 0) + 1
         day = self.now.date()
@@ -267,17 +267,17 @@ class Work:
             # A request for approval says so itself (approval_requested).
             if flags.needs not in ("", flags.was_needs, Reason.APPROVAL):
                 self.record(
-                    NEEDS_ATTENTION,
+                    EventKind.NEEDS_ATTENTION,
                     number,
                     reason=flags.needs,
                     failures=flags.failures,
                     maxAttempts=self.board.max_attempts,
                 )
         for number in sorted(set(flipped[False]) - self.deleted):
-            self.record("unblocked", number)
+            self.record(EventKind.UNBLOCKED, number)
             self.change("auto_unblock", number)
         for number in sorted(set(flipped[True]) - self.created):
-            self.record("blocked", number)
+            self.record(EventKind.BLOCKED, number)
             self.change("auto_block", number)
         for (blocked, stuck, needs), pks in groups.items():
             rows = Task.objects.filter(pk__in=pks)
@@ -298,7 +298,7 @@ class Work:
             number = parse_task_id(ident, field=field)
         task = Task.objects.filter(board=self.board, number=number).first()
         if task is None:
-            raise NotFound(f"Task #{number} not found", code="task_not_found")
+            raise refuse("task_not_found", number=number)
         return task
 
     def finish(self) -> None:

@@ -23,11 +23,10 @@ ACTIVITY_SHOW = ("matters", "all")
 def _activity_filters(request: HtmxHttpRequest) -> dict[str, Any]:
     """The feed's filters; ``show`` is "matters" (failures, approvals, reassignments,
     reclaims, needs attention: the default when nothing else is asked) or "all"."""
-    task = request.GET.get("task", "").strip().lstrip("#")
     filters = {
         "actor": request.GET.get("actor", "").strip()[:150],
         "kind": request.GET.get("kind", "").strip()[:32],
-        "task": numbers.digits(task, field="task"),
+        "task": numbers.id_number(request.GET.get("task", ""), field="task"),
     }
     show = request.GET.get("show", "")
     if show and show not in ACTIVITY_SHOW:
@@ -86,9 +85,9 @@ def notify_post(request: HtmxHttpRequest, board: Board, role: Role) -> HttpRespo
 
 
 def _graph_scope(request: HtmxHttpRequest) -> tuple[str, int | None]:
-    task = request.GET.get("task", "").strip().lstrip("#")
-    if task:
-        number = numbers.digits(task, field="task")
+    task = request.GET.get("task", "")
+    if task.strip():
+        number = numbers.id_number(task, field="task")
         if number is None:
             raise InvalidInput("task: a task number", field="task")
         return "task", number

@@ -14,12 +14,12 @@ def test_a_lapsed_lease_moves_the_card_back_to_pending_within_five_seconds(
     open_page, live_board: LiveBoard
 ):
     page: Page = open_page()
-    # A person makes leases short on this board, on its settings page.
+    # A person makes leases as short as a board allows (limits.LEASE_MIN), on its settings page.
     settings_page = page.context.new_page()
     settings_page.goto(f"{live_board.url}settings/")
-    settings_page.fill("input[name=leaseSeconds]", "2")
+    settings_page.fill("input[name=leaseSeconds]", "5")
     settings_page.click("button[type=submit]")
-    expect(settings_page.locator("input[name=leaseSeconds]")).to_have_value("2")
+    expect(settings_page.locator("input[name=leaseSeconds]")).to_have_value("5")
     settings_page.close()
 
     silent = live_board.agent("silent")
@@ -32,7 +32,7 @@ def test_a_lapsed_lease_moves_the_card_back_to_pending_within_five_seconds(
 
     # The agent goes silent; nobody calls, nobody reloads. Back within the lease + 5 s.
     pending = page.locator(f'[data-column="pending"] [data-task-id="{task_id}"]')
-    expect(pending).to_have_count(1, timeout=(2 + 5) * 1000)
+    expect(pending).to_have_count(1, timeout=(5 + 5) * 1000)
     assert_not_reloaded(page)
 
     answer = silent.call("TaskUpdate", {"taskId": task_id, "status": "completed"})

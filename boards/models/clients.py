@@ -1,0 +1,113 @@
+"""Agents in their own clients (SPEC §11): coding clients' sessions seen through their
+hooks, the board's gate rules, and the tool calls a rule held for a person."""
+
+from django.db import models
+
+from .tasks import Board
+
+
+class SessionState(models.TextChoices):
+    WORKING = "working", "Working"
+    WAITING = "waiting", "Waiting for a person"
+    IDLE = "idle", "Idle"
+    ENDED = "ended", "Ended"
+
+
+class ClientSession(models.Model):
+    """A coding client's session (Claude Code) seen through its hooks: an agent on the
+    roster, what it is doing now, and its last few tool calls (a bounded list, kept
+    here rather than in the event log)."""
+
+    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="client_sessions")
+    agent = models.CharField(max_length=100)
+    client = models.CharField(max_length=32, default="claude-code")
+    session_id = models.CharField(max_length=128)
+    cwd = models.CharField(max_length=1000, blank=True)
+    model = models.CharField(max_length=100, blank=True)
+    permission_mode = models.CharField(max_length=32, blank=True)
+    state = models.CharField(max_length=16, choices=SessionState.choices, default=SessionState.IDLE)
+    doing = models.CharField(max_length=300, blank=True)
+    # The last few tool calls: {"id", "tool", "doing", "outcome", "ms", "at"}, newest last.
+    calls = models.JSONField(default=list, blank=True)
+    subagents = models.PositiveIntegerField(default=0)
+    # The last tool call (a digest of its name and input) and how many times in a row it
+    # was sent: ``rules.REPEATS_NO_PROGRESS`` of the same is a loop a person should see.
+    last_call_key = models.CharField(max_length=64, blank=True)
+    repeats = models.PositiveIntegerField(default=0)
+    started_at = models.DateTimeField()
+    last_event_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["board_id", "-last_event_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["board", "session_id"], name="client_session_unique")
+        ]
+        indexes = [models.Index(fields=["board", "agent", "state"], name="client_session_agent")]
+
+    def __str__(self) -> str:
+        return f"{self.agent} ({self.session_id[:8]}): {self.state}"
+
+
+class GateRule(models.Model):
+    """One of a board's gate rules (boards.gates): which tool calls need a person."""
+
+    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="gate_rules")
+    position = models.PositiveIntegerField(default=0)
+    tool = models.CharField(max_length=200)
+    pattern = models.CharField(max_length=300, blank=True)
+    outside_cwd = models.BooleanField(default=False)
+    decision = models.CharField(max_length=8, default="ask")
+    wait_seconds = models.PositiveIntegerField(default=300)
+    fallback = models.CharField(max_length=8, default="deny")
+    note = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["board_id", "position", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.tool} {self.pattern} → {self.decision}"
+
+
+class CallState(models.TextChoices):
+    REQUESTED = "requested", "Waiting for a person"
+    APPROVED = "approved", "Approved"
+    DENIED = "denied", "Denied"
+    EXPIRED = "expired", "No answer"
+
+
+class ToolCall(models.Model):
+    """A client's tool call that a gate rule held for a person's decision (seed 001's
+    awaiting approval, for the agent's real tools)."""
+
+    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="tool_calls")
+    session = models.ForeignKey(
+        ClientSession, null=True, blank=True, on_delete=models.SET_NULL, related_name="held"
+    )
+    agent = models.CharField(max_length=100)
+    tool_name = models.CharField(max_length=200)
+    tool_use_id = models.CharField(max_length=128, blank=True)
+    input_kind = models.CharField(max_length=16, blank=True)
+    summary = models.TextField(blank=True)  # the command, path or URL, as sent
+    tool_input = models.JSONField(default=dict, blank=True)
+    cwd = models.CharField(max_length=1000, blank=True)
+    rule = models.CharField(max_length=400, blank=True)  # the rule as it read then
+    wait_seconds = models.PositiveIntegerField(default=300)
+    fallback = models.CharField(max_length=8, default="deny")
+    state = models.CharField(max_length=16, choices=CallState.choices, default=CallState.REQUESTED)
+    requested_at = models.DateTimeField()
+    deadline = models.DateTimeField()
+    decided_by = models.CharField(max_length=150, blank=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    note = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["board_id", "requested_at", "id"]
+        indexes = [
+            models.Index(fields=["board", "state", "requested_at"], name="tool_call_waiting"),
+            models.Index(fields=["state", "deadline"], name="tool_call_deadline"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.agent} {self.tool_name}: {self.state}"
