@@ -32,7 +32,7 @@ from typing import Annotated, Any
 from django.conf import settings
 from pydantic import BeforeValidator, Field, StrictBool, WithJsonSchema
 
-from .. import canonical, numbers, schemas, selectors, services
+from .. import canonical, limits, numbers, schemas, selectors, services
 from ..auth import Caller
 from ..canonical import Answer
 from ..errors import InvalidInput, NotFound, ServiceError
@@ -40,19 +40,16 @@ from ..models import TERMINAL_STATUSES, Status
 from ..schemas import Handler, tool
 from .common import SEED002, BareAnswer
 
-TASK_N = re.compile(r"^(?:task-)?#?([0-9]{1,9})$")
-
 
 def _seed002_id(value: Any) -> Any:
-    if isinstance(value, int) and not isinstance(value, bool):
-        value = str(value)
+    """Seed 002 names tasks "task-3"; the rest is the one reading (``numbers.task_text``)."""
     if isinstance(value, str):
-        match = TASK_N.match(value.strip())
-        if match:
-            return str(int(match.group(1)))
-        if numbers.foreign_digits(value):
-            raise ValueError(numbers.FOREIGN_DIGITS)
-    raise ValueError('must be a task id like "task-3"')
+        value = value.strip().removeprefix("task-")
+    text = numbers.task_text(value)
+    number = numbers.spelled(text) if isinstance(text, str) else None
+    if number is None:
+        raise ValueError('must be a task id like "task-3"')
+    return str(number)
 
 
 Seed002Id = Annotated[
@@ -60,8 +57,8 @@ Seed002Id = Annotated[
     BeforeValidator(_seed002_id),
     WithJsonSchema({"type": "string", "description": 'A task id, e.g. "task-3".'}),
 ]
-Seed002Ids = Annotated[list[Seed002Id], Field(max_length=100)]
-Assignee = Annotated[str, Field(max_length=100)]
+Seed002Ids = Annotated[list[Seed002Id], Field(max_length=limits.IDS_MAX)]
+Assignee = Annotated[str, Field(max_length=limits.NAME_MAX)]
 
 
 class Seed002Create(schemas.ToolInput):

@@ -41,7 +41,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, StrictBool, WithJsonSchema
 
-from .. import numbers, schemas, selectors, services
+from .. import limits, numbers, schemas, selectors, services
 from ..auth import Caller
 from ..canonical import Answer
 from ..errors import InvalidInput
@@ -54,17 +54,13 @@ NOT_A_TASK = "must be a task id (an integer) or, in a batch, the ref of an inser
 
 
 def _seed003_ref(value: Any) -> str:
-    if isinstance(value, int) and not isinstance(value, bool):
-        value = str(value)
-    if isinstance(value, str):
-        text = value.strip().lstrip("#")
+    text = numbers.task_text(value)  # the one reading: 3, "3", "#3"
+    if isinstance(text, str):
         number = numbers.spelled(text)
         if number:  # task 0 does not exist: "0" is no id
             return str(number)
-        if len(text) <= 64 and REF.match(text):
+        if len(text) <= limits.REF_MAX and REF.match(text):
             return text
-        if numbers.foreign_digits(text):
-            raise ValueError(numbers.FOREIGN_DIGITS)
     raise ValueError(NOT_A_TASK)
 
 
