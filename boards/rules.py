@@ -9,6 +9,7 @@ flags the twins derive.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -67,6 +68,24 @@ class TaskQuerySet(models.QuerySet):
         failed = Q(status=Status.FAILED, dependent_links__task__status__in=UNFINISHED)
         assigned = Q(status=Status.PENDING, blocked=False, assigned_at__isnull=False)
         return self.filter(needs="").filter(failed | assigned).distinct()
+
+    def counted_now(self, max_attempts: int) -> Iterator[tuple[int, int, int]]:
+        """Each task's (pk, the kept counts it adds to now, what was counted for it):
+        ``counted_bits`` read from the stored columns."""
+        rows = self.order_by().values_list(
+            "pk", "status", "blocked", "stuck", "needs", "failures", "approval_state", "counted"
+        )
+        for pk, status, blocked, stuck, needs, failures, approval, stored in rows.iterator():
+            bits = counted_bits(
+                status=status,
+                blocked=blocked,
+                stuck=stuck,
+                needs=needs,
+                failures=failures,
+                approval_state=approval,
+                max_attempts=max_attempts,
+            )
+            yield pk, bits, stored
 
     def held_since(self, before: datetime) -> TaskQuerySet:
         """In-progress work held since before ``before`` with nothing asked of a person

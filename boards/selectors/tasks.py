@@ -7,7 +7,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from django.db.models import (
     ExpressionWrapper,
@@ -361,18 +361,23 @@ class TaskPage:
     matches: dict[int, str] = field(default_factory=dict)
 
 
-def task_rows(
-    board: Board,
-    *,
-    view: str = "all",
-    status: str | None = None,
-    owner: str | None = None,
-    blocked: bool | None = None,
-    parent_id: int | None = None,
-    label: str | None = None,
-) -> TaskQuerySet:
+class RowFilters(TypedDict, total=False):
+    """TaskList's filters (``task_rows``)."""
+
+    view: str
+    status: str | None
+    owner: str | None
+    blocked: bool | None
+    parent_id: int | None
+    label: str | None
+
+
+def task_rows(board: Board, **filters: Unpack[RowFilters]) -> TaskQuerySet:
     """The board's tasks that TaskList's filters keep, as a query on the stored status,
     blocked and stuck columns (``rules.TaskQuerySet``), unordered."""
+    view = filters.get("view") or "all"
+    status, owner, blocked = filters.get("status"), filters.get("owner"), filters.get("blocked")
+    parent_id, label = filters.get("parent_id"), filters.get("label")
     rows = Task.objects.filter(board=board).view(view, board.max_attempts).order_by()
     if status is not None:
         rows = rows.filter(status=status)
@@ -394,16 +399,11 @@ def task_rows(
 def task_page(
     board: Board,
     *,
-    view: str = "all",
-    status: str | None = None,
-    owner: str | None = None,
-    blocked: bool | None = None,
-    parent_id: int | None = None,
-    label: str | None = None,
     tree: bool = False,
     limit: int = LIST_LIMIT_DEFAULT,
     cursor: str | None = None,
     query: str | None = None,
+    **filters: Unpack[RowFilters],
 ) -> TaskPage:
     """One page of the board's tasks in number order, filtered in SQL.
 
@@ -415,15 +415,10 @@ def task_page(
     word, best match first, each with its snippet; its pages follow the rank order by
     position (``search_page``).
     """
-    rows = task_rows(
-        board,
-        view=view,
-        status=status,
-        owner=owner,
-        blocked=blocked,
-        parent_id=parent_id,
-        label=label,
-    )
+    rows = task_rows(board, **filters)
+    view = filters.get("view") or "all"
+    status, owner = filters.get("status"), filters.get("owner")
+    parent_id, label = filters.get("parent_id"), filters.get("label")
     if query is not None:
         return search_page(board, rows, search_terms(query), limit=limit, cursor=cursor, tree=tree)
     total = rows.count()

@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.db.models import Q
 
 from ..models import Board, Task
-from ..rules import count_delta, counted_bits
+from ..rules import count_delta
 from ..states import EventKind
 from .work import KEPT_FIELDS, unit_of_work
 
@@ -19,24 +19,10 @@ def recount(board: Board, *, fix: bool = False) -> dict[str, tuple[int, int]]:
     with unit_of_work(board, SWEEPER_ACTOR, person=True) as work:
         counted = dict.fromkeys(KEPT_FIELDS, 0)
         wrong: dict[int, list[int]] = {}
-        rows = (
-            Task.objects.filter(board=work.board)
-            .filter(Q(status__in=("pending", "in_progress")) | ~Q(needs="") | ~Q(counted=0))
-            .order_by()
-            .values_list(
-                "pk", "status", "blocked", "stuck", "needs", "failures", "approval_state", "counted"
-            )
+        rows = Task.objects.filter(board=work.board).filter(
+            Q(status__in=("pending", "in_progress")) | ~Q(needs="") | ~Q(counted=0)
         )
-        for pk, status, blocked, stuck, needs, failures, approval, stored in rows.iterator():
-            bits = counted_bits(
-                status=status,
-                blocked=blocked,
-                stuck=stuck,
-                needs=needs,
-                failures=failures,
-                approval_state=approval,
-                max_attempts=work.board.max_attempts,
-            )
+        for pk, bits, stored in rows.counted_now(work.board.max_attempts):
             for key, delta in count_delta(0, bits).items():
                 counted[key] += delta
             if bits != stored:

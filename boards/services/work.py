@@ -24,7 +24,7 @@ from .. import events, limits
 from ..activity import status_to
 from ..errors import InvalidInput, refuse
 from ..models import Board, Dependency, Event, FlowDay, Reason, Status, Task
-from ..rules import KEPT_COUNTS, count_delta, counted_bits
+from ..rules import KEPT_COUNTS, count_delta
 from ..selectors import cycle_through, derive_flags, parse_task_id
 from ..states import EventKind
 from . import outbox
@@ -209,25 +209,11 @@ class Work:
     def _count_open(self) -> None:
         """Move the board's kept counts by what the tasks this work changed now add to them
         (their bits, ``rules.counted_bits``, against the bits last counted)."""
-        rows = (
-            Task.objects.filter(board=self.board)
-            .filter(Q(pk__in=self.recheck) | Q(number__in=self.touched))
-            .order_by()
-            .values_list(
-                "pk", "status", "blocked", "stuck", "needs", "failures", "approval_state", "counted"
-            )
+        rows = Task.objects.filter(board=self.board).filter(
+            Q(pk__in=self.recheck) | Q(number__in=self.touched)
         )
         regroup: dict[int, list[int]] = {}
-        for pk, status, blocked, stuck, needs, failures, approval, before in rows:
-            after = counted_bits(
-                status=status,
-                blocked=blocked,
-                stuck=stuck,
-                needs=needs,
-                failures=failures,
-                approval_state=approval,
-                max_attempts=self.board.max_attempts,
-            )
+        for pk, after, before in rows.counted_now(self.board.max_attempts):
             if after != before:
                 self._move_counts(before, after)
                 regroup.setdefault(after, []).append(pk)
