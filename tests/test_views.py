@@ -250,10 +250,25 @@ def test_task_detail_is_only_the_panel_for_htmx(person_client, board):
     response = person_client.get("/boards/team/tasks/1/", headers=HTMX)
     assert response.status_code == 200
     html = page(response)
-    assert html.lstrip().startswith('<div class="panel" data-detail-task="1">')
+    # The panel names its own address: a page script refreshes it from there.
+    assert html.lstrip().startswith(
+        '<div class="panel" data-detail-task="1" data-task-url="/boards/team/tasks/1/">'
+    )
     assert "<html" not in html
     assert "<nav" not in html
     assert "HX-Request" in response["Vary"]
+
+
+def test_a_deleted_tasks_panel_says_so_to_htmx_and_is_a_plain_404_otherwise(
+    person_client, board
+):
+    answer = person_client.get("/boards/team/tasks/7/", headers=HTMX)
+    assert answer.status_code == 404
+    assert page(answer) == '<p class="muted">Task #7 was deleted.</p>'
+    assert "HX-Request" in answer["Vary"]
+    plain = person_client.get("/boards/team/tasks/7/")
+    assert plain.status_code == 404
+    assert "was deleted" not in page(plain)
 
 
 def test_task_detail_shows_dependencies_both_ways_children_and_history(person_client, board):

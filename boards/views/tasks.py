@@ -135,7 +135,15 @@ def _detail_response(
 @require_GET
 @board_access("view")
 def task_detail(request: HtmxHttpRequest, board: Board, role: Role, number: int) -> HttpResponse:
-    return _detail_response(request, board, role, number)
+    try:
+        return _detail_response(request, board, role, number)
+    except Http404:
+        if not request.htmx:
+            raise
+        # The panel asked for a task deleted meanwhile (its card or node was still shown).
+        response = HttpResponse(f'<p class="muted">Task #{number} was deleted.</p>', status=404)
+        patch_vary_headers(response, ["HX-Request"])
+        return response
 
 
 def _posted_version(value: str | None) -> int | None:
