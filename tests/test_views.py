@@ -259,9 +259,7 @@ def test_task_detail_is_only_the_panel_for_htmx(person_client, board):
     assert "HX-Request" in response["Vary"]
 
 
-def test_a_deleted_tasks_panel_says_so_to_htmx_and_is_a_plain_404_otherwise(
-    person_client, board
-):
+def test_a_deleted_tasks_panel_says_so_to_htmx_and_is_a_plain_404_otherwise(person_client, board):
     answer = person_client.get("/boards/team/tasks/7/", headers=HTMX)
     assert answer.status_code == 404
     assert page(answer) == '<p class="muted">Task #7 was deleted.</p>'
