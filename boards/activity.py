@@ -7,6 +7,7 @@ the same wherever a person meets it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from .models import Status
@@ -32,6 +33,14 @@ SIGNALS: dict[str, str] = {
 DEFAULT_NOTIFY = (APPROVAL_REQUESTED, FAILED, RECLAIMED, NEEDS_ATTENTION)
 
 STATUS_NAMES = dict(Status.choices)
+
+
+def notifies(reason: str, kinds: Iterable[str]) -> bool:
+    """Whether an item that needs a person (SPEC §12) notifies someone who chose ``kinds``:
+    its own signal (a request for approval, a failure), or any "needs attention"."""
+    chosen = set(kinds)
+    own = {"approval": APPROVAL_REQUESTED, "failed": FAILED}.get(reason, NEEDS_ATTENTION)
+    return own in chosen or NEEDS_ATTENTION in chosen
 
 
 def needs_sentence(reason: str, failures: int = 0, max_attempts: int = 0) -> str:
@@ -109,6 +118,11 @@ def describe(kind: str, number: int | None, actor: str, data: dict[str, Any]) ->
         owner = data.get("owner") or "its owner"
         return f"{task} returned to Pending: {owner}'s lease lapsed"
     if kind == "needs_attention":
+        if data.get("session"):
+            return (
+                f"{actor}'s session needs you: it sent the same tool call "
+                f"{data.get('repeats', '?')} times in a row"
+            )
         if "reason" not in data:  # recorded before reasons had names
             return f"{task} needs attention: failed or timed out {data.get('failures', '?')} times"
         sentence = needs_sentence(

@@ -14,14 +14,19 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.contrib.auth import get_user_model
 from django.http import QueryDict
-from django.template.loader import render_to_string
 from django.utils.html import format_html, format_html_join
 
 from . import events, numbers, permissions, selectors
 from .errors import ServiceError
 from .filters import BoardFilter, activity_filters, board_filter
 from .models import Board, Task
-from .rendering import filtered_count_parts, header_context, header_parts, inbox_parts
+from .rendering import (
+    activity_push,
+    filtered_count_parts,
+    header_context,
+    header_parts,
+    inbox_parts,
+)
 
 # Close codes in the 4xxx range make the browser's extension give up instead of reconnecting.
 CLOSE_UNAUTHENTICATED = 4401
@@ -318,14 +323,7 @@ class ActivityConsumer(PersonSocket):
         resume = self.query.copy()
         resume["after"] = str(self.after)
         rows.reverse()  # newest first, as the table shows them
-        return render_to_string(
-            "boards/activity.html#push",
-            {
-                "board": board,
-                "events": rows,
-                "resume": f"{self.scope['path']}?{resume.urlencode()}",
-            },
-        )
+        return activity_push(board, rows, f"{self.scope['path']}?{resume.urlencode()}")
 
 
 def _inbox_html(user_id: int, count_only: bool) -> tuple[frozenset[int], int, str]:
@@ -337,12 +335,7 @@ def _inbox_html(user_id: int, count_only: bool) -> tuple[frozenset[int], int, st
     newest = Board.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
     boards = frozenset(board.pk for board in permissions.acting_boards(user))
     items = permissions.inbox(user)
-    if count_only:
-        html = render_to_string(
-            "boards/inbox.html#inbox-count", {"inbox_count": len(items), "oob": True}
-        )
-        return boards, newest, html
-    return boards, newest, inbox_parts(items)
+    return boards, newest, inbox_parts(items, user, count_only=count_only)
 
 
 class InboxConsumer(PersonSocket):

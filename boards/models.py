@@ -120,6 +120,9 @@ class Task(models.Model):
     counted = models.PositiveSmallIntegerField(default=0)
     # When a person (or orchestrator) gave it, pending, to its owner: "assigned, not started".
     assigned_at = models.DateTimeField(null=True, blank=True)
+    # When its current (or last) attempt started: a hold far past the board's usual cycle
+    # reads as no progress (``rules.needs_of``).
+    started_at = models.DateTimeField(null=True, blank=True)
     # The owner's lease on in-progress work: renewed by the owner's calls, reclaimed when it
     # lapses (services.leases). ``lease_seconds`` is the length the claim asked for.
     lease_expires_at = models.DateTimeField(null=True, blank=True)
@@ -575,6 +578,10 @@ class ClientSession(models.Model):
     # The last few tool calls: {"id", "tool", "doing", "outcome", "ms", "at"}, newest last.
     calls = models.JSONField(default=list, blank=True)
     subagents = models.PositiveIntegerField(default=0)
+    # The last tool call (a digest of its name and input) and how many times in a row it
+    # was sent: ``rules.REPEATS_NO_PROGRESS`` of the same is a loop a person should see.
+    last_call_key = models.CharField(max_length=64, blank=True)
+    repeats = models.PositiveIntegerField(default=0)
     started_at = models.DateTimeField()
     last_event_at = models.DateTimeField()
     ended_at = models.DateTimeField(null=True, blank=True)

@@ -14,7 +14,7 @@ from django.template.loader import render_to_string
 
 from . import clients, selectors
 from .filters import BoardFilter
-from .models import Board, Label, Status, Task
+from .models import Board, Event, Label, Status, Task
 
 COLUMN_TITLES = {
     "pending": "Pending",
@@ -230,9 +230,20 @@ def inbox_context(items: list[selectors.Item]) -> dict[str, Any]:
     return {"count": len(items), "inbox_count": len(items), "groups": list(groups.items())}
 
 
-def inbox_parts(items: list[selectors.Item]) -> str:
-    """The inbox's list and every page's count, as a push replaces them."""
-    context = {**inbox_context(items), "oob": True}
-    return render_to_string("boards/inbox.html#inbox-list", context) + render_to_string(
-        "boards/inbox.html#inbox-count", context
-    )
+def inbox_parts(items: list[selectors.Item], user: Any, *, count_only: bool = False) -> str:
+    """What a push of the person's inbox replaces: every page's count and the items to
+    notify about (``notify.js``: those of the kinds they chose on each board), and unless
+    ``count_only`` the inbox page's list."""
+    notify = selectors.to_notify(items, selectors.notify_choices(user))
+    context = {**inbox_context(items), "notify": notify, "oob": True}
+    parts = ["inbox-count", "inbox-notify"] if count_only else ["inbox-list", "inbox-count"]
+    if not count_only:
+        parts.append("inbox-notify")
+    return "".join(render_to_string(f"boards/inbox.html#{part}", context) for part in parts)
+
+
+def activity_push(board: Board, rows: list[Event], resume: str) -> str:
+    """A push of the activity page's socket: ``rows`` (newest first) on top of the feed,
+    with the page's own row partial, and ``resume``, the socket address after them."""
+    context = {"board": board, "events": rows, "resume": resume}
+    return render_to_string("boards/activity.html#push", context)

@@ -27,6 +27,9 @@ class _TaskLike(Protocol):
     approval_state: str
     completed_at: datetime | None
     assigned_at: datetime | None
+    started_at: datetime | None
+    needs: str
+    needs_since: datetime | None
 
 
 class TaskQuerySet(models.QuerySet):
@@ -64,6 +67,12 @@ class TaskQuerySet(models.QuerySet):
         failed = Q(status=Status.FAILED, dependent_links__task__status__in=UNFINISHED)
         assigned = Q(status=Status.PENDING, blocked=False, assigned_at__isnull=False)
         return self.filter(needs="").filter(failed | assigned).distinct()
+
+    def held_since(self, before: datetime) -> TaskQuerySet:
+        """In-progress work held since before ``before`` with nothing asked of a person
+        yet: it may have stopped making progress (``needs_of`` decides, against the
+        board's ``no_progress_after``)."""
+        return self.filter(status=Status.IN_PROGRESS, needs="", started_at__lte=before)
 
     def view(self, name: str, max_attempts: int) -> TaskQuerySet:
         """TaskList's ``view`` filter (twin: ``in_view``)."""
@@ -136,6 +145,22 @@ def gives_up(
     return completed_at is None or completed_at <= now - grace
 
 
+# In-progress work held past this many times the board's p90 cycle time, and never
+# sooner than the floor, has stopped making progress (SPEC §12).
+NO_PROGRESS_FACTOR = 3
+NO_PROGRESS_FLOOR = timedelta(minutes=10)
+# A client session that sends the same tool call this many times in a row is looping.
+REPEATS_NO_PROGRESS = 10
+
+
+def no_progress_after(p90_cycle_seconds: float | None) -> timedelta:
+    """How long a hold may last before it reads as no progress, on a board whose recent
+    completed attempts took ``p90_cycle_seconds`` (None: no history yet)."""
+    if not p90_cycle_seconds:
+        return NO_PROGRESS_FLOOR
+    return max(NO_PROGRESS_FLOOR, timedelta(seconds=NO_PROGRESS_FACTOR * p90_cycle_seconds))
+
+
 def needs_of(
     task: _TaskLike,
     *,
@@ -144,15 +169,25 @@ def needs_of(
     max_attempts: int,
     grace: timedelta,
     now: datetime,
+    stalled_before: datetime | None = None,
 ) -> str:
     """Why the task waits for a person (a ``Reason``), or "" (SPEC §12).
 
-    ``waiting``: some unfinished task waits on it. Reasons that come true with time
-    (the grace) are stored by the sweeper, the others by the write that makes them.
+    ``waiting``: some unfinished task waits on it. ``stalled_before``: in-progress work
+    started before then makes no progress (the sweeper's measure; a write in between
+    keeps what the sweeper found for the same hold). Reasons that come true with time
+    are stored by the sweeper, the others by the write that makes them.
     """
     status = task.status
     if status in UNFINISHED and task.approval_state == ApprovalState.REQUESTED:
         return Reason.APPROVAL
+    started = task.started_at
+    if status == Status.IN_PROGRESS and started is not None:
+        since = task.needs_since
+        if task.needs == Reason.NO_PROGRESS and since is not None and since >= started:
+            return Reason.NO_PROGRESS  # the same hold: the agent's calls do not end it
+        if stalled_before is not None and started <= stalled_before:
+            return Reason.NO_PROGRESS
     if task.failures >= max_attempts and status in (Status.PENDING, Status.FAILED):
         return Reason.FAILED  # its attempts are used up
     if status == Status.FAILED and waiting:

@@ -41,6 +41,11 @@ urlpatterns = [
     path("boards/<slug:slug>/messages/", views.message_send_post, name="message-send"),
     path("boards/<slug:slug>/tasks/<number:number>/", views.task_detail, name="task"),
     path(
+        "boards/<slug:slug>/tasks/<number:number>/decided/",
+        views.task_decided,
+        name="task-decided",
+    ),
+    path(
         "boards/<slug:slug>/calls/<number:call_id>/<str:action>/",
         views.call_decide,
         name="call-decide",

@@ -1,14 +1,20 @@
-// Reaching a person who is not looking: the tab title counts what waits for them
-// ("(2) Demo board"), and, once they allow it, a desktop notification for each change
-// of a kind they chose (stored on the server per board) while this tab is hidden.
+// Reaching a person who is not looking. On every page: the tab title counts what waits
+// for them on all their boards (the header's "Needs you" count, kept live by its socket),
+// and, once they allow it, a desktop notification for each new item there of a kind they
+// chose on its board (the server sends only those: #inbox-notify). On a board's page,
+// also the board's other signals they chose (a completion, a decision) while hidden.
 (function () {
   "use strict";
 
   var baseTitle = document.title.replace(/^\(\d+\) /, "");
   var lastSeq = 0;
+  var seenNeeds = null; // the items already known: only later ones notify
+  // What the inbox tells of; the board's own pushes notify of the rest.
+  var FROM_INBOX = { approval_requested: true, needs_attention: true };
 
   function waiting() {
-    return document.querySelectorAll("#needs [data-need]").length;
+    var count = document.getElementById("inbox-count");
+    return count ? parseInt(count.textContent, 10) || 0 : 0;
   }
 
   function updateTitle() {
@@ -41,43 +47,66 @@
     button.hidden = state !== "default";
   }
 
+  function mayNotify() {
+    return document.visibilityState === "hidden" && permission() === "granted";
+  }
+
+  function show(body, tag, onClick) {
+    var note = new Notification(baseTitle, { body: body, tag: tag });
+    note.onclick = function () {
+      window.focus();
+      onClick();
+      note.close();
+    };
+  }
+
   function openTask(number) {
     var board = document.getElementById("board");
     if (!board || !number || !window.htmx) return;
     htmx.ajax("GET", "/boards/" + board.dataset.slug + "/tasks/" + number + "/", { target: "#detail", swap: "innerHTML" });
   }
 
-  function notify(item) {
-    var number = item.dataset.task;
-    var note = new Notification(baseTitle, {
-      body: item.textContent,
-      tag: "kanban-" + item.dataset.seq,
-      data: { task: number }
+  // New items in the person's inbox, on any board.
+  function onInbox() {
+    var list = document.getElementById("inbox-notify");
+    if (!list) return;
+    var items = list.querySelectorAll("li[data-need]");
+    var first = seenNeeds === null;
+    if (first) seenNeeds = {};
+    items.forEach(function (item) {
+      var key = item.dataset.need;
+      if (seenNeeds[key]) return;
+      seenNeeds[key] = true;
+      if (!first && mayNotify()) {
+        show(item.textContent, "kanban-need-" + key, function () { window.location.href = item.dataset.url; });
+      }
     });
-    note.onclick = function () {
-      window.focus();
-      openTask(number);
-      note.close();
-    };
   }
 
   // Each push replaces #board-events with its own events (boards.consumers).
-  function onPush() {
-    updateTitle();
+  function onBoardPush() {
     var items = document.querySelectorAll("#board-events li[data-seq]");
     if (!items.length) return;
     var kinds = chosenKinds();
-    var hidden = document.visibilityState === "hidden";
     items.forEach(function (item) {
       var seq = +item.dataset.seq;
       if (seq <= lastSeq) return;
       lastSeq = seq;
-      if (hidden && permission() === "granted" && kinds[item.dataset.signal]) notify(item);
+      var signal = item.dataset.signal;
+      if (mayNotify() && kinds[signal] && !FROM_INBOX[signal]) {
+        var number = item.dataset.task;
+        show(item.textContent, "kanban-" + item.dataset.seq, function () { openTask(number); });
+      }
     });
   }
 
+  function onMessage() {
+    updateTitle();
+    onInbox();
+    onBoardPush();
+  }
+
   function start() {
-    if (!document.getElementById("board")) return;
     var seq = document.getElementById("board-seq");
     lastSeq = seq ? +seq.dataset.seq : 0;
     updateTitle();
@@ -90,7 +119,7 @@
         Notification.requestPermission().then(showPermission);
       });
     }
-    document.addEventListener("htmx:ws:after:message:incoming", onPush);
+    document.addEventListener("htmx:ws:after:message:incoming", onMessage);
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);

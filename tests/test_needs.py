@@ -14,7 +14,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from boards import permissions, services
+from boards import permissions, rendering, services
 from boards.models import Event, Membership, Message, Role, Task
 from tests.factories import make_task
 
@@ -170,6 +170,62 @@ def test_a_note_typed_before_approve_reaches_the_agent(alice, board, person_clie
     )
     unread = alice.call("InboxRead", {}).body
     assert any("go ahead, watch the locks" in m["body"] for m in unread["messages"])
+
+
+def test_an_approval_asked_again_shows_what_changed_since_the_approved_version(
+    alice, board, person_client
+):
+    alice.create("Migrate", description="Add the column")
+    assert alice.call("TaskClaim", {"taskId": "1"}).status == 200
+    asked = alice.call("TaskRequestApproval", {"taskId": "1", "reason": "about to migrate"})
+    assert asked.status == 200
+    version = board.tasks.get(number=1).version
+    person_client.post("/boards/team/tasks/1/approve/", {"version": version})
+    changed = {"taskId": "1", "description": "Add the column and drop the old one"}
+    assert alice.call("TaskUpdate", changed).status == 200
+    again = {"taskId": "1", "reason": "the plan grew: may I drop it too?"}
+    assert alice.call("TaskRequestApproval", again).status == 200
+
+    # The strip loads what is decided when the item is opened.
+    strip = person_client.get("/boards/team/").content.decode()
+    assert 'hx-get="/boards/team/tasks/1/decided/"' in strip
+    with CaptureQueriesContext(connection) as queries:
+        response = person_client.get("/boards/team/tasks/1/decided/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert f"Changed since version {version + 1} was approved" in html
+    assert "<del>Add the column</del>" in html
+    assert "<ins>Add the column and drop the old one</ins>" in html
+    assert html.count("<del>") == 1  # the request itself is not a change
+    # alice's last actions, newest first, in sentences.
+    recent = html[html.index("alice's last actions") :]
+    assert recent.index("awaits approval") < recent.index("updated by alice")
+    assert len(queries) <= 8  # session, user, board, role, task, and the three reads
+    # A task that is not there is a 404.
+    assert person_client.get("/boards/team/tasks/99/decided/").status_code == 404
+
+
+def test_desktop_notifications_come_from_the_inbox_by_each_boards_choices(
+    alice, board, person, person_client
+):
+    make_task(board, "Deploy", requires_approval=True)
+    assert alice.call("TaskClaim", {"taskId": "1"}).status == 202
+    items = permissions.inbox(person)
+    pushed = rendering.inbox_parts(items, person, count_only=True)
+    assert 'id="inbox-count"' in pushed and 'id="inbox-list"' not in pushed
+    assert 'data-need="team:task-1"' in pushed  # the defaults notify of approvals
+    assert 'data-url="/boards/team/tasks/1/"' in pushed
+    # The person chose only completions on this board: the item still counts, but tells
+    # nobody.
+    person_client.post("/boards/team/notify/", {"kinds": ["completed"]})
+    pushed = rendering.inbox_parts(permissions.inbox(person), person, count_only=True)
+    assert "data-need=" not in pushed
+    assert '<span id="inbox-count" class="count" hx-swap-oob="true">1</span>' in pushed
+    # "Approval requested" alone brings approvals back, not other reasons.
+    person_client.post("/boards/team/notify/", {"kinds": ["approval_requested"]})
+    assert 'data-need="team:task-1"' in rendering.inbox_parts(
+        permissions.inbox(person), person, count_only=True
+    )
 
 
 # -- not started -------------------------------------------------------------------------

@@ -171,6 +171,13 @@ def notify_kinds(board: Board, user: Any) -> list[str]:
     return list(DEFAULT_NOTIFY) if kinds is None else list(kinds)
 
 
+def notify_choices(user: Any) -> dict[int, list[str]]:
+    """Each board's signals that notify this person (their choice, else the defaults, for
+    a board missing here), in one query."""
+    rows = Subscription.objects.filter(user=user).values_list("board_id", "kinds")
+    return {board_id: list(kinds) for board_id, kinds in rows}
+
+
 def webhooks_with_deliveries(board: Board, recent: int = 10) -> Sequence[Webhook]:
     """The board's endpoints, each with its most recent deliveries (``recent_deliveries``)."""
     hooks = list(

@@ -14,19 +14,21 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Count
+from django.db.models import Count, Q, QuerySet
 from django.urls import reverse
 
-from ..activity import needs_sentence
+from ..activity import DEFAULT_NOTIFY, describe, needs_sentence, notifies
 from ..models import (
     Board,
     CallState,
     ClientSession,
+    Event,
     Reason,
     SessionState,
     Task,
     ToolCall,
 )
+from ..rules import REPEATS_NO_PROGRESS
 from .present import iso
 
 # At most this many items of each kind per read (oldest first); more wait their turn.
@@ -148,7 +150,10 @@ def task_item(task: Task, board: Board) -> Item:
         actions = [act("release", "Release to anyone", "reassign"), act("message", "Message")]
     else:  # no_progress
         recommended = act("message", "Message")
-        actions = [act("release", "Release to anyone", "reassign")]
+        actions = [
+            act("release", "Release to anyone", "reassign"),
+            _open(board, n, "Reassign…", "reassign"),
+        ]
     return Item(
         id=f"task-{n}",
         board=board,
@@ -184,6 +189,23 @@ def call_item(call: ToolCall, board: Board) -> Item:
 
 def session_item(session: ClientSession, board: Board) -> Item:
     board_url = reverse("board", args=[board.slug])
+    if session.state != SessionState.WAITING:  # it loops (``looping``)
+        message = Action("message", "Message", reverse("message-send", args=[board.slug]))
+        return Item(
+            id=f"session-{session.pk}",
+            board=board,
+            reason=Reason.NO_PROGRESS,
+            question=(
+                f"sent the same tool call {session.repeats} times in a row: "
+                f"{session.doing or 'no word on what'}"
+            ),
+            since=session.last_event_at,
+            subject=f"{session.agent}'s session in {session.cwd or '?'}",
+            agent=session.agent,
+            session=session,
+            recommended=message,
+            actions=[Action("open", "Open the session", f"{board_url}#roster", "GET", "view")],
+        )
     return Item(
         id=f"session-{session.pk}",
         board=board,
@@ -194,6 +216,69 @@ def session_item(session: ClientSession, board: Board) -> Item:
         agent=session.agent,
         session=session,
         recommended=Action("open", "Open the session", f"{board_url}#roster", "GET", "view"),
+    )
+
+
+def _sessions_needing_person() -> QuerySet[ClientSession]:
+    """Client sessions that wait for a person (and not on a held call, an item of its
+    own), or that loop on one tool call (``rules.REPEATS_NO_PROGRESS``)."""
+    waiting = Q(state=SessionState.WAITING) & ~Q(held__state=CallState.REQUESTED)
+    looping = Q(repeats__gte=REPEATS_NO_PROGRESS) & ~Q(state=SessionState.ENDED)
+    return ClientSession.objects.filter(waiting | looping)
+
+
+# Fields an approval's own events carry: the request itself, not a change to decide on.
+APPROVAL_BOOKKEEPING = frozenset({"approval", "requestedBy"})
+# How many of the agent's latest actions a decision shows.
+RECENT_ACTIONS = 5
+
+
+@dataclass(frozen=True)
+class Change:
+    field: str
+    before: Any
+    after: Any
+
+
+@dataclass
+class Decided:
+    """What a person reads before deciding on a task (SPEC §12): what changed since the
+    version last approved, when one was, and what its agent did last."""
+
+    approved_version: int | None
+    changes: list[Change]
+    recent: list[tuple[datetime, str]]
+
+
+def decided(board: Board, task: Task, agent: str) -> Decided:
+    """``task``'s changes since its last approval and ``agent``'s last few actions on the
+    board, in at most three queries (the log's indexes by task and by actor)."""
+    log = Event.objects.filter(board=board)
+    approved = (
+        log.filter(task_number=task.number, kind="approved").order_by("-seq").only("seq", "data")
+    ).first()
+    changes: dict[str, Change] = {}
+    if approved is not None:
+        later = log.filter(task_number=task.number, seq__gt=approved.seq).order_by("seq")
+        for data in later.values_list("data", flat=True):
+            for name, change in (data.get("fields") or {}).items():
+                if not isinstance(change, dict) or name in APPROVAL_BOOKKEEPING:
+                    continue
+                first = changes.get(name)
+                before = first.before if first else change.get("from")
+                changes[name] = Change(name, before, change.get("to"))
+    recent = (
+        [
+            (event.created_at, describe(event.kind, event.task_number, event.actor, event.data))
+            for event in log.filter(actor=agent).order_by("-seq")[:RECENT_ACTIONS]
+        ]
+        if agent
+        else []
+    )
+    return Decided(
+        approved_version=(approved.data or {}).get("version") if approved else None,
+        changes=[c for c in changes.values() if c.before != c.after],
+        recent=recent,
     )
 
 
@@ -211,8 +296,8 @@ def needs_you(boards: Sequence[Board]) -> list[Item]:
         "requested_at", "pk"
     )[:ITEMS_SHOWN]
     sessions = (
-        ClientSession.objects.filter(board_id__in=by_pk, state=SessionState.WAITING)
-        .exclude(held__state=CallState.REQUESTED)
+        _sessions_needing_person()
+        .filter(board_id__in=by_pk)
         .order_by("last_event_at")[:ITEMS_SHOWN]
     )
     items = [task_item(t, by_pk[t.board_id]) for t in tasks]
@@ -223,16 +308,21 @@ def needs_you(boards: Sequence[Board]) -> list[Item]:
     return items
 
 
+def to_notify(items: Sequence[Item], choices: dict[int, list[str]]) -> list[Item]:
+    """The items whose board's notification choices (``history.notify_choices``; the
+    defaults where none) ask for a desktop notification."""
+    return [
+        item for item in items if notifies(item.reason, choices.get(item.board.pk, DEFAULT_NOTIFY))
+    ]
+
+
 def needs_counts(boards: Sequence[Board]) -> dict[int, int]:
     """How many items wait on each board (the tab count, ``/boards/``), in three queries."""
     counts = dict.fromkeys((b.pk for b in boards), 0)
-    waiting_sessions = ClientSession.objects.filter(state=SessionState.WAITING).exclude(
-        held__state=CallState.REQUESTED
-    )
     for rows in (
         Task.objects.needing_person(),
         ToolCall.objects.filter(state=CallState.REQUESTED),
-        waiting_sessions,
+        _sessions_needing_person(),
     ):
         grouped = rows.filter(board__in=boards).order_by().values_list("board")
         for board_id, n in grouped.annotate(n=Count("pk")):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -21,6 +22,8 @@ from ..errors import InvalidInput, NotFound
 from ..fulltext import Terms, search_terms
 from ..models import (
     TERMINAL_STATUSES,
+    Attempt,
+    AttemptOutcome,
     Board,
     Dependency,
     Label,
@@ -273,10 +276,34 @@ class Flags:
     failures: int
 
 
-def derive_flags(board: Board, pks: Iterable[int], now: datetime) -> list[Flags]:
+# The recent completed attempts a board's usual cycle time is measured over.
+CYCLE_SAMPLE = 200
+
+
+def cycle_p90(board_id: int) -> float | None:
+    """The 90th percentile of the board's last ``CYCLE_SAMPLE`` completed attempts, in
+    seconds (None before any): its usual cycle time, against which a hold is long."""
+    seconds: list[float] = sorted(
+        s
+        for s in Attempt.objects.filter(
+            task__board_id=board_id, outcome=AttemptOutcome.COMPLETED, seconds__isnull=False
+        )
+        .order_by("-ended_at")
+        .values_list("seconds", flat=True)[:CYCLE_SAMPLE]
+        if s is not None
+    )
+    if not seconds:
+        return None
+    return seconds[math.ceil(0.9 * len(seconds)) - 1]  # nearest rank
+
+
+def derive_flags(
+    board: Board, pks: Iterable[int], now: datetime, stalled_before: datetime | None = None
+) -> list[Flags]:
     """Blocked, stuck and what needs a person (``rules``), as the task's blockers and
     dependents say now, for the given tasks, in three queries; a task that no longer
-    exists is left out. Ordered by number."""
+    exists is left out. Ordered by number. ``stalled_before``: the sweeper's measure of
+    no progress (``rules.needs_of``)."""
     pks = set(pks)
     tasks = list(Task.objects.filter(pk__in=pks).order_by("number"))
     grace = timedelta(seconds=board.failure_grace_seconds)
@@ -309,6 +336,7 @@ def derive_flags(board: Board, pks: Iterable[int], now: datetime) -> list[Flags]
             max_attempts=max_attempts,
             grace=grace,
             now=now,
+            stalled_before=stalled_before,
         )
         changed = (blocked, stuck, needs) != (task.blocked, task.stuck, task.needs)
         derived.append(

@@ -23,7 +23,6 @@ from ..models import (
     AgentState,
     AgentToken,
     Board,
-    Status,
     Task,
     agent_name_problem,
     hash_token,
@@ -246,9 +245,5 @@ def _announce(board: Board, agents: list[tuple[str, str]]) -> int:
             if target:
                 work.record(f"agent_{target}", None, name=name)
             work.header = True
-            work.touched.update(
-                Task.objects.filter(
-                    board=work.board, owner=name, status=Status.IN_PROGRESS
-                ).values_list("number", flat=True)[:50]
-            )
+            work.touch_held_by(name)
     return len(agents)

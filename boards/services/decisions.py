@@ -9,12 +9,15 @@ it" and "cancel the chain" act on the task's dependents as well, in one unit of 
 from __future__ import annotations
 
 import logging
+import time
 from datetime import datetime, timedelta
 
 from django.utils import timezone
 
 from ..errors import Conflict
 from ..models import UNFINISHED, Board, Message, Status, Task
+from ..rules import NO_PROGRESS_FLOOR, no_progress_after
+from ..selectors import cycle_p90
 from . import lifecycle
 from .tasks import _update
 from .work import Outcome, Work, text, unit_of_work
@@ -139,10 +142,12 @@ def release(*, board: Board, person: str, task_id: str | int, note: str = "") ->
 def needs_sweep(*, now: datetime | None = None) -> int:
     """Record what comes to need a person by time alone (SPEC §12): a failure nobody
     retried within its board's ``failureGraceSeconds`` (its dependents turn stuck with
-    it), an assignment not started within it. Each is a write on its board (an event,
-    pushed), so every page shows it within a sweep. A board that fails is logged and
-    skipped. Returns how many tasks were rechecked."""
+    it), an assignment not started within it, work held far past the board's usual
+    cycle. Each is a write on its board (an event, pushed), so every page shows it within
+    a sweep. A board that fails is logged and skipped. Returns how many tasks were
+    rechecked."""
     now = now or timezone.now()
+    rechecked = _stalled_sweep(now)
     rows = Task.objects.may_come_to_need_a_person().values_list(
         "board_id", "pk", "status", "completed_at", "assigned_at", "board__failure_grace_seconds"
     )
@@ -151,7 +156,6 @@ def needs_sweep(*, now: datetime | None = None) -> int:
         since = completed_at if status == Status.FAILED else assigned_at
         if since is None or since <= now - timedelta(seconds=grace):
             due.setdefault(board_id, set()).add(pk)
-    rechecked = 0
     for board_id, pks in due.items():
         try:
             rechecked += _recheck(Board.objects.get(pk=board_id), pks, now)
@@ -160,9 +164,48 @@ def needs_sweep(*, now: datetime | None = None) -> int:
     return rechecked
 
 
-def _recheck(board: Board, pks: set[int], now: datetime) -> int:
+# Each board's usual cycle time, re-measured at most once a minute by this process's
+# sweeper: (when measured, p90 seconds).
+_CYCLES: dict[int, tuple[float, float | None]] = {}
+CYCLE_REMEASURE_SECONDS = 60.0
+
+
+def _usual_cycle(board_id: int) -> float | None:
+    measured = _CYCLES.get(board_id)
+    clock = time.monotonic()
+    if measured is None or clock - measured[0] > CYCLE_REMEASURE_SECONDS:
+        measured = (clock, cycle_p90(board_id))
+        _CYCLES[board_id] = measured
+    return measured[1]
+
+
+def _stalled_sweep(now: datetime) -> int:
+    """Work held past its board's ``rules.no_progress_after`` needs a person."""
+    held = Task.objects.held_since(now - NO_PROGRESS_FLOOR).values_list(
+        "board_id", "pk", "started_at"
+    )
+    by_board: dict[int, list[tuple[int, datetime]]] = {}
+    for board_id, pk, started_at in held.order_by()[:2000]:
+        by_board.setdefault(board_id, []).append((pk, started_at))
+    rechecked = 0
+    for board_id, rows in by_board.items():
+        stalled_before = now - no_progress_after(_usual_cycle(board_id))
+        due = {pk for pk, started_at in rows if started_at <= stalled_before}
+        if not due:
+            continue
+        try:
+            rechecked += _recheck(Board.objects.get(pk=board_id), due, now, stalled_before)
+        except Exception:
+            logger.exception("no-progress sweep of board %s failed", board_id)
+    return rechecked
+
+
+def _recheck(
+    board: Board, pks: set[int], now: datetime, stalled_before: datetime | None = None
+) -> int:
     with unit_of_work(board, SWEEPER_ACTOR, person=True) as work:
         work.now = now  # the moment the graces were measured at
+        work.stalled_before = stalled_before
         work.recheck.update(pks)
         # A failure past its grace leaves its dependents stuck: theirs change too.
         work.recheck.update(

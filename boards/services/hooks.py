@@ -15,6 +15,8 @@ deadline (``tool_call_expire``). The door holds the client's request meanwhile.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import timedelta
@@ -26,7 +28,16 @@ from django.utils import timezone
 
 from .. import events, gates
 from ..errors import Conflict, InvalidInput, NotFound
-from ..models import Board, CallState, ClientSession, GateRule, SessionState, ToolCall
+from ..models import (
+    Board,
+    CallState,
+    ClientSession,
+    GateRule,
+    Reason,
+    SessionState,
+    ToolCall,
+)
+from ..rules import REPEATS_NO_PROGRESS
 from .work import Work, shown, text, unit_of_work
 
 SUMMARY_MAX = 2_000
@@ -83,16 +94,38 @@ def session_event(*, board: Board, agent: str, event: dict[str, Any]) -> Verdict
         rule = gates.first_match(
             _rules(board), event["tool_name"], event.get("tool_input") or {}, event.get("cwd") or ""
         )
+    known = (
+        ClientSession.objects.filter(board=board, session_id=event["session_id"])
+        .values_list("last_call_key", "repeats")
+        .first()
+    )
     # Whatever takes the board's lock takes it before the session's (as a person's decision
     # does), so the two never wait on each other.
     board_lock = (
         (rule is not None and rule.decision == gates.ASK)
         or name in ("SessionStart", "SessionEnd")
-        or not ClientSession.objects.filter(board=board, session_id=event["session_id"]).exists()
+        or known is None
+        or (name == TOOL_START and _loop_turns(known, call_key(event)))
     )
     scope = unit_of_work(board, agent) if board_lock else nullcontext(None)
     with transaction.atomic(), scope as work:
         return _apply(board, agent, event, rule, now, work)
+
+
+def call_key(event: dict[str, Any]) -> str:
+    """A tool call's identity for noticing a loop: its name and input (no ids or times)."""
+    tool = event.get("tool_name") or ""
+    body = json.dumps([tool, event.get("tool_input") or {}], sort_keys=True, default=str)
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+def _loop_turns(known: tuple[str, int], key: str) -> bool:
+    """Whether this call starts or ends a loop a person sees (``REPEATS_NO_PROGRESS`` of
+    the same call in a row): a write on the board, recorded and pushed."""
+    last_key, repeats = known
+    if key == last_key:
+        return repeats + 1 == REPEATS_NO_PROGRESS
+    return repeats >= REPEATS_NO_PROGRESS
 
 
 def _apply(
@@ -141,6 +174,12 @@ def _apply(
     elif name == "SubagentStop":
         session.subagents = max(0, session.subagents - 1)
     elif name == TOOL_START and tool:
+        key = call_key(event)
+        looping = session.repeats >= REPEATS_NO_PROGRESS
+        session.repeats = session.repeats + 1 if key == session.last_call_key else 1
+        session.last_call_key = key
+        if work is not None and (session.repeats >= REPEATS_NO_PROGRESS) != looping:
+            _record_loop(work, session, looping)
         doing = gates.describe_call(tool, tool_input)
         session.state, session.doing = SessionState.WORKING, doing[:300]
         outcome = "running"
@@ -176,9 +215,26 @@ def _apply(
             session=session.session_id[:40],
             cwd=session.cwd[:200],
         )
+        # The cards its agent holds say whether it is there (``states.agent_state``).
+        work.touch_held_by(agent)
     elif (session.state, session.doing) != was or created:
         events.publish_later(board.pk, agent)
     return verdict
+
+
+def _record_loop(work: Work, session: ClientSession, ended: bool) -> None:
+    """A session's loop began (it needs a person: ``no_progress``) or ended (the strip
+    loses the item)."""
+    if ended:
+        work.header = True
+        return
+    work.record(
+        "needs_attention",
+        None,
+        reason=Reason.NO_PROGRESS,
+        session=session.session_id[:40],
+        repeats=session.repeats,
+    )
 
 
 def _verdict(

@@ -467,6 +467,7 @@ def settle(
         check_wip(work, task.owner, entering=not running_before)
         task.attempts += 1
         Attempt.objects.create(task=task, n=task.attempts, agent=task.owner, started_at=work.now)
+        task.started_at = work.now
         if task.owner and task.owner == task.lease_lost_by:
             task.lease_lost_by = ""  # it claimed the work again: its writes count again
     if task.status != Status.PENDING or not task.owner:

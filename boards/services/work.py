@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from django.db import transaction
@@ -22,7 +23,7 @@ from django.utils import timezone
 from .. import events
 from ..activity import NEEDS_ATTENTION, status_to
 from ..errors import InvalidInput, NotFound
-from ..models import Board, Dependency, Event, FlowDay, Reason, Task
+from ..models import Board, Dependency, Event, FlowDay, Reason, Status, Task
 from ..rules import KEPT_COUNTS, count_delta, counted_bits
 from ..selectors import cycle_through, derive_flags, parse_task_id
 from . import outbox
@@ -119,6 +120,16 @@ class Work:
         self.spent = False
         # Something the header shows changed without an event that says so (the roster).
         self.header = False
+        # The sweeper's measure of no progress: work started before then has stalled.
+        self.stalled_before: datetime | None = None
+
+    def touch_held_by(self, agent: str) -> None:
+        """Re-render the cards ``agent`` holds: they show whether it is there."""
+        self.touched.update(
+            Task.objects.filter(board=self.board, owner=agent, status=Status.IN_PROGRESS)
+            .order_by()
+            .values_list("number", flat=True)[:50]
+        )
 
     def status_changed(self, task: Task) -> list[int]:
         """Note a change of ``task``'s status; returns its dependents' numbers."""
@@ -245,7 +256,7 @@ class Work:
         itself, and record each task that comes to need a person (SPEC §12)."""
         groups: dict[tuple[bool, bool, str], list[int]] = {}
         flipped: dict[bool, list[int]] = {True: [], False: []}
-        for flags in derive_flags(self.board, self.recheck, self.now):
+        for flags in derive_flags(self.board, self.recheck, self.now, self.stalled_before):
             if not flags.changed:
                 continue
             groups.setdefault((flags.blocked, flags.stuck, flags.needs), []).append(flags.pk)

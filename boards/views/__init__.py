@@ -1,8 +1,8 @@
 """The board for people: pages, htmx fragments and actions, all writes through services.
 
 What a board looks like lives in ``boards.rendering``; the views choose what to render and
-call one service per action. By what they show: ``board``, ``tasks``, ``admin``, ``plan``;
-``common`` holds what they share.
+call one service per action. By what they show: ``board``, ``tasks``, ``admin``, ``people``, ``plan``;
+``common`` holds what they share, ``forms`` what people's forms read.
 """
 
 from __future__ import annotations
@@ -11,8 +11,6 @@ from .admin import (
     board_settings,
     connect_agent,
     gate_rules,
-    invite_accept,
-    member_list,
     token_list,
     token_revoke_post,
     webhook_list,
@@ -25,6 +23,8 @@ from .board import (
     inbox_page,
     message_send_post,
 )
+from .needs import task_decided
+from .people import invite_accept, member_list
 from .plan import (
     activity,
     graph_json,
@@ -57,6 +57,7 @@ __all__ = [
     "metrics_page",
     "notify_post",
     "task_action",
+    "task_decided",
     "task_detail",
     "token_list",
     "token_revoke_post",

@@ -6,7 +6,7 @@ from collections import Counter
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.cache import patch_vary_headers
@@ -17,7 +17,7 @@ from django_htmx.http import push_url
 
 from .. import permissions, selectors, services
 from ..activity import SIGNALS
-from ..errors import ServiceError
+from ..errors import InvalidInput
 from ..filters import board_filter
 from ..models import (
     Board,
@@ -28,7 +28,7 @@ from ..rendering import (
     inbox_context,
     stale_agents,
 )
-from .common import HtmxHttpRequest, _person, _refusal, board_access
+from .common import HtmxHttpRequest, _person, board_access
 
 
 @login_required
@@ -92,11 +92,12 @@ def board_detail(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResp
 
 
 @require_POST
-@board_access("reset")
+@board_access("reset", back="board")
 def board_reset_post(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResponse:
     if request.POST.get("confirm") != board.slug:
-        messages.error(request, f"Type the board's slug ({board.slug}) to confirm the reset.")
-        return redirect("board", slug=board.slug)
+        raise InvalidInput(
+            f"Type the board's slug ({board.slug}) to confirm the reset.", field="confirm"
+        )
     services.board_reset(board=board, actor=_person(request))
     messages.success(request, "Board reset: every task was deleted and numbering restarts at 1.")
     return redirect("board", slug=board.slug)
@@ -114,21 +115,16 @@ def _queued(board: Board, recipient: str) -> str:
 
 
 @require_POST
-@board_access("message")
+@board_access("message", back="board")
 def message_send_post(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResponse:
-    try:
-        message = services.message_send(
-            board=board,
-            sender=_person(request),
-            recipient=request.POST.get("recipient", ""),
-            body=request.POST.get("body", ""),
-            task_id=request.POST.get("task") or None,
-        )
-    except ServiceError as exc:
-        if request.htmx:
-            return _refusal(request, exc)
-        messages.error(request, exc.message)
-        return redirect("board", slug=board.slug)
+    message = services.message_send(
+        board=board,
+        sender=_person(request),
+        recipient=request.POST.get("recipient", ""),
+        # "note": the "Needs you" item's note box, sent with its Message action
+        body=request.POST.get("body") or request.POST.get("note", ""),
+        task_id=request.POST.get("task") or None,
+    )
     sent = _queued(board, message.recipient)
     if request.htmx:
         return HttpResponse(f'<p class="ok" role="status">{escape(sent)}</p>')
@@ -142,12 +138,9 @@ def board_column(request: HtmxHttpRequest, board: Board, role: Role, key: str) -
     """The next cards of a column ("show more"), appended in place by htmx (kept to the
     board's search and filters, which the button's URL carries)."""
     chosen = board_filter(request.GET)
-    try:
-        views, more = selectors.column_page(
-            board, key, request.GET.get("cursor") or None, filters=chosen.filter
-        )
-    except ServiceError as exc:
-        raise Http404(exc.message) from exc
+    views, more = selectors.column_page(
+        board, key, request.GET.get("cursor") or None, filters=chosen.filter
+    )
     context = {
         "board": board,
         "col": {"key": key, "views": views, "more": more},

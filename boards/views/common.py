@@ -1,4 +1,5 @@
-"""What every people's page shares: the request type, who is acting, the refusal as a page shows it, and the board access check."""
+"""What every people's page shares: the request type, who is acting, the board access
+check with the one refusal path, and the secrets shown once."""
 
 from __future__ import annotations
 
@@ -6,14 +7,17 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.cache import patch_vary_headers
 from django.utils.html import escape
 from django_htmx.middleware import HtmxDetails
 
 from .. import permissions
-from ..errors import NotFound, ServiceError
+from ..errors import NotFound, PermissionDenied, ServiceError, StoreBusy, error_body
 from ..models import (
     Board,
     Role,
@@ -34,18 +38,63 @@ BoardView = Callable[..., HttpResponse]
 # A person's action on one task (``TASK_ACTIONS``): what it returns is not used.
 TaskAction = Callable[[HtmxHttpRequest, Board, Role, int], object]
 
+# An htmx answer to a refusal richer than the bare alert (the task's panel showing it), or
+# None for the alert; it gets the refusal and the view's own arguments.
+RefusedFragment = Callable[..., HttpResponse | None]
 
-def _refusal(request: HtmxHttpRequest, exc: ServiceError) -> HttpResponse:
-    """A refused action as the page shows it: an alert for htmx, else a plain page."""
-    body = f'<p class="error" role="alert">{escape(exc.message)}</p>'
-    return HttpResponse(body, status=exc.status)
+REFUSED_PAGE = "boards/refused.html"
 
 
-def board_access(action: str) -> Callable[[BoardView], BoardView]:
-    """Log in, find the board, and check the person's role for ``action`` (``permissions``).
+def refusal(
+    request: HtmxHttpRequest,
+    exc: ServiceError,
+    *,
+    back: str = "",
+    page: str = REFUSED_PAGE,
+    as_json: bool = False,
+    board: Board | None = None,
+) -> HttpResponse:
+    """The one answer to a refused request (a ``ServiceError`` a people's view raised).
 
-    The view receives the board and the person's role instead of the slug. A
-    board the person is not a member of is a 404, as if it did not exist.
+    - a JSON door (``as_json``): SPEC §4's error body, with the refusal's status;
+    - htmx: the alert fragment with the refusal's status (htmx 4 swaps a 4xx into the
+      request's target like any answer, so the alert shows where the result would have);
+    - a plain post with a page to go ``back`` to: the message, flashed, and a redirect
+      there (post/redirect/get), unless the person's role refused it (403): the page
+      would offer the same button again, so that is a page saying why;
+    - anything else: ``page`` saying why (``refused`` in its context), with the status.
+    """
+    if as_json:
+        response: HttpResponse = JsonResponse(error_body(exc), status=exc.status)
+    elif request.htmx:
+        body = f'<p class="error" role="alert">{escape(exc.message)}</p>'
+        response = HttpResponse(body, status=exc.status)
+    elif back and request.method == "POST" and not isinstance(exc, PermissionDenied):
+        messages.error(request, exc.message)
+        return redirect(back)
+    else:
+        context = {"refused": exc.message, "board": board}
+        response = render(request, page, context, status=exc.status)
+    if isinstance(exc, StoreBusy):
+        response["Retry-After"] = str(exc.retry_after)
+    patch_vary_headers(response, ["HX-Request"])
+    return response
+
+
+def board_access(
+    action: str,
+    *,
+    back: str = "",
+    as_json: bool = False,
+    fragment: RefusedFragment | None = None,
+) -> Callable[[BoardView], BoardView]:
+    """Log in, find the board, check the person's role for ``action`` (``permissions``),
+    and answer whatever the view refuses through ``refusal``.
+
+    The view receives the board and the person's role instead of the slug. A board the
+    person is not a member of is a 404, as if it did not exist. ``back`` names the page
+    (a URL name taking the board's slug) a refused plain post returns to; ``fragment``
+    may answer a refused htmx request in place of the bare alert.
     """
 
     def decorate(view: BoardView) -> BoardView:
@@ -58,9 +107,56 @@ def board_access(action: str) -> Callable[[BoardView], BoardView]:
             except NotFound as exc:
                 raise Http404(exc.message) from exc
             except ServiceError as exc:
-                return _refusal(request, exc)
-            return view(request, board, role, *args, **kwargs)
+                return refusal(request, exc, board=board)
+            try:
+                return view(request, board, role, *args, **kwargs)
+            except ServiceError as exc:
+                if fragment is not None and request.htmx:
+                    answer = fragment(request, exc, board, role, *args, **kwargs)
+                    if answer is not None:
+                        return answer
+                address = reverse(back, args=[board.slug]) if back else ""
+                return refusal(request, exc, back=address, as_json=as_json, board=board)
 
         return wrapper
 
     return decorate
+
+
+def refusals(page: str) -> Callable[[BoardView], BoardView]:
+    """``refusal`` for a page outside any board (an invite link): what the view raises
+    is answered by ``page``, with ``refused`` in its context."""
+
+    def decorate(view: BoardView) -> BoardView:
+        @wraps(view)
+        def wrapper(request: HtmxHttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            try:
+                return view(request, *args, **kwargs)
+            except ServiceError as exc:
+                return refusal(request, exc, page=page)
+
+        return wrapper
+
+    return decorate
+
+
+# -- secrets shown once ---------------------------------------------------------------------
+
+SHOWN_ONCE = "kanban:shown-once:"
+
+
+def show_once(request: HttpRequest, key: str, board: Board, **shown: Any) -> None:
+    """Keep a new secret (a token, an invite link, a webhook secret) and what the page
+    says of it for the next page of ``board``, and only that one: the post that made it
+    redirects, so a reload never makes another, and the page after shows it no more.
+    The pages that show one are never cached (``never_cache``)."""
+    request.session[SHOWN_ONCE + key] = {"board": board.pk, **shown}
+
+
+def take_shown(request: HttpRequest, key: str, board: Board) -> dict[str, Any] | None:
+    """The secret ``show_once`` kept under ``key`` for this board, now forgotten; None
+    when there is none (or it was made on another board, in another tab)."""
+    shown = request.session.pop(SHOWN_ONCE + key, None)
+    if not isinstance(shown, dict) or shown.pop("board", None) != board.pk:
+        return None
+    return shown

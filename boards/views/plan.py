@@ -10,13 +10,13 @@ from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_GET, require_POST
 
 from .. import charts, metrics, numbers, permissions, selectors, services
-from ..errors import InvalidInput, ServiceError, error_body
+from ..errors import InvalidInput, ServiceError
 from ..filters import activity_filters
 from ..models import (
     Board,
     Role,
 )
-from .common import HtmxHttpRequest, _refusal, board_access
+from .common import HtmxHttpRequest, board_access
 
 
 @require_GET
@@ -27,14 +27,11 @@ def activity(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResponse
     ``?after=<seq>`` (htmx) answers only the rows newer than that, oldest first: what the
     page's socket pushes (``consumers.ActivityConsumer``), for a client without one.
     """
-    try:
-        filters = activity_filters(request.GET)
-        after, before = (
-            numbers.digits(request.GET.get(name, ""), field=name, max_digits=numbers.SEQ_DIGITS)
-            for name in ("after", "before")
-        )
-    except ServiceError as exc:
-        return _refusal(request, exc)
+    filters = activity_filters(request.GET)
+    after, before = (
+        numbers.digits(request.GET.get(name, ""), field=name, max_digits=numbers.SEQ_DIGITS)
+        for name in ("after", "before")
+    )
     if after is not None:
         rows = selectors.activity_page(board, after=after, **filters)
         rows.reverse()
@@ -66,12 +63,9 @@ def activity(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResponse
 @board_access("notify")
 def notify_post(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResponse:
     """Which kinds of change notify this person on this board (stored for them)."""
-    try:
-        kinds = services.subscription_set(
-            board=board, user=request.user, kinds=request.POST.getlist("kinds")
-        )
-    except ServiceError as exc:
-        return _refusal(request, exc)
+    kinds = services.subscription_set(
+        board=board, user=request.user, kinds=request.POST.getlist("kinds")
+    )
     if request.htmx:
         response = HttpResponse(
             '<span role="status">Saved.</span>', headers={"X-Notify-Kinds": ",".join(kinds)}
@@ -94,10 +88,7 @@ def _graph_scope(request: HtmxHttpRequest) -> tuple[str, int | None]:
 @board_access("view")
 def graph_page(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResponse:
     """The dependency graph, laid out in the browser (static/graph.js) from graph.json."""
-    try:
-        scope, around = _graph_scope(request)
-    except ServiceError as exc:
-        return _refusal(request, exc)
+    scope, around = _graph_scope(request)
     context = {
         "board": board,
         "scope": scope,
@@ -109,14 +100,11 @@ def graph_page(request: HtmxHttpRequest, board: Board, role: Role) -> HttpRespon
 
 
 @require_GET
-@board_access("view")
+@board_access("view", as_json=True)
 def graph_json(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResponse:
     """``?scope=open|all`` or ``?task=<n>``: nodes, edges and the critical path as JSON."""
-    try:
-        scope, around = _graph_scope(request)
-        data = selectors.graph(board, scope, around)
-    except ServiceError as exc:
-        return JsonResponse(error_body(exc), status=exc.status)
+    scope, around = _graph_scope(request)
+    data = selectors.graph(board, scope, around)
     response = JsonResponse(data, json_dumps_params={"ensure_ascii": False})
     add_never_cache_headers(response)
     return response

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from django.contrib import messages
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -29,7 +28,7 @@ from ..rendering import (
     DROP_STATUS,
     header_context,
 )
-from .common import HtmxHttpRequest, TaskAction, _person, _refusal, board_access
+from .common import HtmxHttpRequest, TaskAction, _person, board_access
 
 
 def _first_actions(view: selectors.TaskView, role: Role) -> list[dict[str, Any]]:
@@ -90,10 +89,7 @@ def _moves(task: Task) -> list[dict[str, str]]:
 
 
 def _detail_context(board: Board, number: int, role: Role) -> dict[str, Any]:
-    try:
-        view = selectors.task_view(board, number)
-    except ServiceError as exc:
-        raise Http404(exc.message) from exc
+    view = selectors.task_view(board, number)  # a missing task: refused, 404
     asked = view.task.approval_state == ApprovalState.REQUESTED and not view.task.is_terminal
     return {
         "board": board,
@@ -135,15 +131,7 @@ def _detail_response(
 @require_GET
 @board_access("view")
 def task_detail(request: HtmxHttpRequest, board: Board, role: Role, number: int) -> HttpResponse:
-    try:
-        return _detail_response(request, board, role, number)
-    except Http404:
-        if not request.htmx:
-            raise
-        # The panel asked for a task deleted meanwhile (its card or node was still shown).
-        response = HttpResponse(f'<p class="muted">Task #{number} was deleted.</p>', status=404)
-        patch_vary_headers(response, ["HX-Request"])
-        return response
+    return _detail_response(request, board, role, number)
 
 
 def _posted_version(value: str | None) -> int | None:
@@ -156,20 +144,14 @@ def _posted_version(value: str | None) -> int | None:
     return version
 
 
-def _act_status(request: HtmxHttpRequest, board: Board, role: Role, number: int) -> None:
+def _posted_status(request: HtmxHttpRequest) -> str:
+    """The status a person moves a task to (a column's name from a drop, or a status)."""
     status = request.POST.get("status", "")
     status = DROP_STATUS.get(status, status)
     if status not in Status.values:
         # Deleting has its own confirmed action; a status post never deletes.
         raise InvalidInput(f"status: unknown status {status[:40]!r}", field="status")
-    services.task_update(
-        board=board,
-        actor=_person(request),
-        person=True,
-        approver=permissions.may(role, "approve"),
-        task_id=number,
-        status=status,
-    )
+    return status
 
 
 def _decide(approve: bool) -> TaskAction:
@@ -233,7 +215,7 @@ def _plain(**fields: Callable[[HtmxHttpRequest], Any]) -> TaskAction:
 
 # Each task action (``permissions.ACTIONS`` says who may take it) and what it does.
 TASK_ACTIONS: dict[str, TaskAction] = {
-    "status": _act_status,
+    "status": _plain(status=_posted_status),
     "reassign": lambda request, board, role, number: services.task_reassign(
         board=board,
         actor=_person(request),
@@ -267,30 +249,31 @@ TASK_ACTIONS: dict[str, TaskAction] = {
 }
 
 
+def _refused_panel(
+    request: HtmxHttpRequest,
+    exc: ServiceError,
+    board: Board,
+    role: Role,
+    number: int,
+    action: str = "",
+) -> HttpResponse | None:
+    """A refused action on a task that is still there: to htmx, its panel again, saying
+    why (the person stays where they acted); else the plain refusal."""
+    if action == "delete" or not Task.objects.filter(board=board, number=number).exists():
+        return None
+    return _detail_response(request, board, role, number, status=exc.status, error=exc.message)
+
+
 @require_POST
-@board_access("view")
+@board_access("view", back="board", fragment=_refused_panel)
 def task_action(
     request: HtmxHttpRequest, board: Board, role: Role, number: int, action: str
 ) -> HttpResponse:
     if action not in TASK_ACTIONS:
         raise Http404("Unknown action")
     if not permissions.may(role, action):
-        return _refusal(request, permissions.refusal(role, action))
-    try:
-        TASK_ACTIONS[action](request, board, role, number)
-    except ServiceError as exc:
-        if (
-            request.htmx
-            and action != "delete"
-            and Task.objects.filter(board=board, number=number).exists()
-        ):
-            return _detail_response(
-                request, board, role, number, status=exc.status, error=exc.message
-            )
-        if request.htmx:
-            return _refusal(request, exc)
-        messages.error(request, exc.message)
-        return redirect("board", slug=board.slug)
+        raise permissions.refusal(role, action)
+    TASK_ACTIONS[action](request, board, role, number)
     if action == "delete" or not Task.objects.filter(board=board, number=number).exists():
         if request.htmx:
             return HttpResponse('<p class="muted">Task deleted.</p>')
@@ -301,7 +284,7 @@ def task_action(
 
 
 @require_POST
-@board_access("approve")
+@board_access("approve", back="board")
 def call_decide(
     request: HtmxHttpRequest, board: Board, role: Role, call_id: int, action: str
 ) -> HttpResponse:
@@ -309,19 +292,13 @@ def call_decide(
     once (``services.tool_call_decide``), with the note as the reason its model reads."""
     if action not in ("approve", "deny"):
         raise Http404("Unknown action")
-    try:
-        services.tool_call_decide(
-            board=board,
-            person=_person(request),
-            call_id=call_id,
-            approve=action == "approve",
-            note=request.POST.get("note", ""),
-        )
-    except ServiceError as exc:
-        if request.htmx:
-            return _refusal(request, exc)
-        messages.error(request, exc.message)
-        return redirect("board", slug=board.slug)
+    services.tool_call_decide(
+        board=board,
+        person=_person(request),
+        call_id=call_id,
+        approve=action == "approve",
+        note=request.POST.get("note", ""),
+    )
     if request.htmx:
         context = {**header_context(board), "oob": False}
         return render(request, "boards/board.html#needs", context)

@@ -72,6 +72,13 @@ def add_endpoint(page: Page, tasks: Populated) -> None:
     expect(page.locator("[data-delivery]").first).to_be_visible()
 
 
+def refuse_a_setting(page: Page, tasks: Populated) -> None:
+    """A value the service refuses (nothing changes): the form again, the error beside it."""
+    page.fill("input[name=maxAttempts]", "0")
+    page.click("main form button[type=submit]")
+    expect(page.locator("#id_maxAttempts_error")).to_be_visible()
+
+
 @dataclass(frozen=True)
 class Checked:
     """A page to check: ``path`` with ``{board}`` for the board's slug."""
@@ -112,6 +119,8 @@ PAGES = [
     Checked("members", "/boards/{board}/members/"),
     Checked("settings", "/boards/{board}/settings/"),
     Checked("settings in the dark", "/boards/{board}/settings/", color_scheme="dark"),
+    Checked("settings refusing a value", "/boards/{board}/settings/", prepare=refuse_a_setting),
+    Checked("a refused request", "/boards/{board}/graph/?task=x"),
     Checked("board's notifications", "/boards/{board}/", prepare=open_notifications),
     Checked("activity", "/boards/{board}/activity/"),
     Checked("activity on a phone", "/boards/{board}/activity/", screen=PHONE_SIZE),

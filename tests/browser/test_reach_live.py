@@ -69,18 +69,32 @@ def open_with_notifications(pages: BoardPages) -> Page:
     return page
 
 
-def test_the_tab_title_counts_what_waits_for_a_person_live(pages: BoardPages):
+def waiting_on_other_boards(page: Page) -> int:
+    """What already waits for the person elsewhere (the tests share one server)."""
+    return int(page.locator("#inbox-count").text_content() or 0)
+
+
+def titled(count: int, name: str) -> str:
+    return f"({count}) {name} · Agent Kanban" if count else f"{name} · Agent Kanban"
+
+
+def test_the_tab_title_counts_what_waits_for_a_person_on_every_board_live(pages: BoardPages):
     page = pages.open()
     name = f"Browser board {pages.live_board.slug}"
-    expect(page).to_have_title(f"{name} · Agent Kanban")
+    before = waiting_on_other_boards(page)
+    expect(page).to_have_title(titled(before, name))
     agent = pages.live_board.agent("deployer")
     first, second = create_gated(agent, "Deploy"), create_gated(agent, "Migrate")
     claim_gated(agent, first)
-    expect(page).to_have_title(f"(1) {name} · Agent Kanban")
+    expect(page).to_have_title(titled(before + 1, name))
     claim_gated(agent, second)
-    expect(page).to_have_title(f"(2) {name} · Agent Kanban")
+    expect(page).to_have_title(titled(before + 2, name))
     page.locator(f'#needs [data-approval-task="{first}"] button.primary').click()
-    expect(page).to_have_title(f"(1) {name} · Agent Kanban")
+    expect(page).to_have_title(titled(before + 1, name))
+    # The count is the inbox's: another page of the person's shows the same.
+    other = pages.open()
+    other.goto(f"{pages.live_board.server.base}/boards/")
+    expect(other).to_have_title(re.compile(rf"^\({before + 1}\) "))
 
 
 def test_a_hidden_tab_gets_a_desktop_notification_that_opens_the_task(pages: BoardPages):
@@ -89,9 +103,12 @@ def test_a_hidden_tab_gets_a_desktop_notification_that_opens_the_task(pages: Boa
     expect(page.locator("#notify-permission")).to_have_attribute("data-state", "granted")
     agent = pages.live_board.agent("deployer")
 
+    before = waiting_on_other_boards(page)
     visible = create_gated(agent, "Seen while looking")
     claim_gated(agent, visible)
     expect(page.locator(f'#needs [data-approval-task="{visible}"]')).to_be_visible()
+    # The header's inbox socket has seen it too (it tells of new items only).
+    expect(page.locator("#inbox-count")).to_have_text(str(before + 1))
     assert page.evaluate("window.__notes.length") == 0  # the person is looking
 
     page.evaluate("window.__hidden = true")
@@ -100,8 +117,7 @@ def test_a_hidden_tab_gets_a_desktop_notification_that_opens_the_task(pages: Boa
     wait_for_notes(page, 1)
     note = page.evaluate("({title: __notes[0].title, body: __notes[0].body})")
     assert note["body"] == (
-        f"#{hidden} awaits approval, requested by deployer: "
-        "“claimed; waiting for approval before starting”"
+        f"Browser board {pages.live_board.slug} · Waits for approval: #{hidden} Ship it (deployer)"
     )
     assert note["title"] == f"Browser board {pages.live_board.slug} · Agent Kanban"
     # A kind the person did not choose (completed) notifies nobody.
@@ -109,9 +125,9 @@ def test_a_hidden_tab_gets_a_desktop_notification_that_opens_the_task(pages: Boa
     agent.update(done, status="completed")
     expect(page.locator(f"#cards-completed #task-{done}")).to_be_attached()
     assert page.evaluate("window.__notes.length") == 1
-    # Clicking it opens the task in the detail panel.
+    # Clicking it opens the task.
     page.evaluate("window.__hidden = false; __notes[0].note.onclick()")
-    expect(page.locator(f'#detail [data-detail-task="{hidden}"]')).to_be_visible()
+    expect(page.locator(f'[data-detail-task="{hidden}"]')).to_be_visible()
 
 
 def test_a_person_turns_on_a_kind_and_it_notifies_them(pages: BoardPages):
