@@ -16,15 +16,23 @@ from django.contrib.auth import get_user_model
 from django.http import QueryDict
 from django.utils.html import format_html, format_html_join
 
-from . import events, numbers, permissions
-from .filters import BoardFilter, board_filter
+from . import events, numbers, permissions, selectors
+from .errors import ServiceError
+from .filters import BoardFilter, activity_filters, board_filter
 from .models import Board, Task
-from .rendering import filtered_count_parts, header_context, header_parts, inbox_parts
+from .rendering import (
+    activity_push,
+    filtered_count_parts,
+    header_context,
+    header_parts,
+    inbox_parts,
+)
 
 # Close codes in the 4xxx range make the browser's extension give up instead of reconnecting.
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
 CLOSE_RETRY = 1011  # the server could not go on; the page reconnects
+CLOSE_BAD_REQUEST = 4400  # a filter the page could not have asked for: no retry
 
 
 def _seq_marker(seq: int) -> str:
@@ -118,7 +126,24 @@ class PersonSocket(AsyncWebsocketConsumer):
         await self._end(CLOSE_UNAUTHENTICATED)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        await self.close(code=4400)
+        await self.close(code=CLOSE_BAD_REQUEST)
+
+    async def access_changed(self, message: dict) -> None:
+        """Its person was taken off a board, or their account deactivated or deleted: the
+        socket closes if it would be refused now, with the code it would be refused with."""
+        board_id = getattr(self, "board_id", None)
+        if self.ended or board_id is None:
+            return
+        if message.get("board") not in (None, board_id):
+            return
+        try:
+            code = await database_sync_to_async(_refusal_now)(self.user_id, board_id)
+        except Exception:
+            # Access could not be confirmed: stop rather than leak, with a code the page
+            # reconnects after (its reconnection is checked like any other).
+            code = CLOSE_RETRY
+        if code is not None:
+            await self._end(code)
 
 
 class BoardConsumer(PersonSocket):
@@ -203,22 +228,6 @@ class BoardConsumer(PersonSocket):
             }
         return kept
 
-    async def access_changed(self, message: dict) -> None:
-        """Its person was taken off a board, or their account deactivated or deleted: the
-        socket closes if it would be refused now, with the code it would be refused with."""
-        if self.ended or not hasattr(self, "board_id"):
-            return
-        if message.get("board") not in (None, self.board_id):
-            return
-        try:
-            code = await database_sync_to_async(_refusal_now)(self.user_id, self.board_id)
-        except Exception:
-            # Access could not be confirmed: stop rather than leak, with a code the page
-            # reconnects after (its reconnection is checked like any other).
-            code = CLOSE_RETRY
-        if code is not None:
-            await self._end(code)
-
     async def board_update(self, message: dict) -> None:
         if self.ended:
             return  # (already in this socket's queue when it was told to stop)
@@ -250,6 +259,71 @@ class BoardConsumer(PersonSocket):
         # Every push replaces the events list: it holds exactly this push's events.
         parts.insert(0, _seq_marker(self.sent_seq) + _events_list(message.get("events") or []))
         await self.send(text_data="".join(parts))
+
+
+class ActivityConsumer(PersonSocket):
+    """The activity page's socket, ``/ws/boards/<slug>/activity/?<filters>&after=<seq>``:
+    the rows its filters keep that are newer than ``after``, at once and after each change
+    of the board, rendered with the page's own partial (``activity.html#push``: on top of
+    the table, with the address that resumes after them). Each push re-reads the log, so
+    events that arrive out of order or while it renders are not lost."""
+
+    board_id: int
+    after: int
+    filters: dict
+    query: QueryDict
+
+    async def connect(self) -> None:
+        if not await self.join_person():
+            return
+        slug = self.scope["url_route"]["kwargs"]["slug"]
+        board = await database_sync_to_async(_board_for)(self.scope["user"], slug)
+        if board is None:
+            await self._end(CLOSE_NOT_FOUND)
+            return
+        self.query = QueryDict(self.scope.get("query_string", b"").decode(errors="replace"))
+        try:
+            self.filters = activity_filters(self.query)
+            after = numbers.digits(
+                self.query.get("after", ""), field="after", max_digits=numbers.SEQ_DIGITS
+            )
+        except ServiceError:
+            await self._end(CLOSE_BAD_REQUEST)
+            return
+        self.board_id = board.pk
+        self.after = board.last_seq if after is None else after
+        self.lock = asyncio.Lock()
+        await self.join(events.group_name(board.pk))
+        await self.accept()
+        await self._push()
+
+    async def board_update(self, message: dict) -> None:
+        if not self.ended and message.get("events"):
+            await self._push()
+
+    async def _push(self) -> None:
+        # One read at a time: two overlapping ones would send the same rows twice.
+        async with self.lock:
+            html = await database_sync_to_async(self._rows)()
+            if html and not self.ended:
+                await self.send(text_data=html)
+
+    def _rows(self) -> str:
+        board = Board.objects.filter(pk=self.board_id).first()
+        if board is None:
+            return ""
+        # (A page returning after a long break gets the first ACTIVITY_MAX it missed; the
+        # next change brings the rest.)
+        rows = selectors.activity_page(
+            board, after=self.after, limit=selectors.ACTIVITY_MAX, **self.filters
+        )
+        if not rows:
+            return ""
+        self.after = rows[-1].seq
+        resume = self.query.copy()
+        resume["after"] = str(self.after)
+        rows.reverse()  # newest first, as the table shows them
+        return activity_push(board, rows, f"{self.scope['path']}?{resume.urlencode()}")
 
 
 def _inbox_html(user_id: int, count_only: bool) -> tuple[frozenset[int], int, str]:

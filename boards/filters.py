@@ -1,14 +1,17 @@
 """The board's search and filters, read from a query string: the page's URL (shareable,
-back and forward) and the board socket's URL (so pushes keep to them) read it alike."""
+back and forward) and the board socket's URL (so pushes keep to them) read it alike. The
+activity feed's filters likewise (its page and its socket)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlencode
 
 from django import forms
 from django.http import QueryDict
 
+from . import limits, numbers
 from .errors import InvalidInput
 from .fulltext import search_terms
 from .models import Status
@@ -64,3 +67,23 @@ def board_filter(params: QueryDict) -> BoardFilter:
     )
     kept = {k: data[k] for k in ("q", "owner", "label", "status", "priority") if k in data}
     return BoardFilter(chosen, form, error, urlencode(kept))
+
+
+ACTIVITY_SHOW = ("matters", "all")
+
+
+def activity_filters(params: QueryDict) -> dict[str, Any]:
+    """The activity feed's filters (``selectors.activity_page``'s arguments); ``show`` is
+    "matters" (failures, approvals, reassignments, reclaims, needs attention: the default
+    when nothing else is asked) or "all". A bad value raises ``InvalidInput`` naming it."""
+    filters: dict[str, Any] = {
+        "actor": params.get("actor", "").strip()[: limits.PERSON_NAME_MAX],
+        "kind": params.get("kind", "").strip()[: limits.EVENT_KIND_MAX],
+        "task": numbers.id_number(params.get("task", ""), field="task"),
+    }
+    show = params.get("show", "")
+    if show and show not in ACTIVITY_SHOW:
+        raise InvalidInput("show: matters or all", field="show")
+    asked = filters["actor"] or filters["kind"] or filters["task"] is not None
+    filters["matters"] = show == "matters" or (not show and not asked)
+    return filters

@@ -25,6 +25,8 @@ PERSON_NAME_MAX = 150
 # A board's slug is part of every URL; its name is a page title.
 SLUG_MAX = 64
 BOARD_NAME_MAX = 200
+# An event's kind (``states.EventKind``): a short name.
+EVENT_KIND_MAX = 32
 # Metadata: a flat object of small values, not a second description.
 METADATA_KEYS_MAX = 100
 METADATA_KEY_MAX = 100

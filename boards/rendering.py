@@ -14,7 +14,7 @@ from django.template.loader import render_to_string
 
 from . import clients, selectors
 from .filters import BoardFilter
-from .models import Board, Label, Status, Task
+from .models import Board, Event, Label, Status, Task
 
 COLUMN_TITLES = {
     "pending": "Pending",
@@ -240,3 +240,10 @@ def inbox_parts(items: list[selectors.Item], user: Any, *, count_only: bool = Fa
     if not count_only:
         parts.append("inbox-notify")
     return "".join(render_to_string(f"boards/inbox.html#{part}", context) for part in parts)
+
+
+def activity_push(board: Board, rows: list[Event], resume: str) -> str:
+    """A push of the activity page's socket: ``rows`` (newest first) on top of the feed,
+    with the page's own row partial, and ``resume``, the socket address after them."""
+    context = {"board": board, "events": rows, "resume": resume}
+    return render_to_string("boards/activity.html#push", context)

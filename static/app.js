@@ -17,11 +17,10 @@
   }
   function shown(el) { return !!el && el.getClientRects().length > 0; }
 
-  function csrfToken() {
-    var match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
-    if (match) return decodeURIComponent(match[1]);
-    try { return JSON.parse(document.body.getAttribute("hx-headers:inherited"))["X-CSRFToken"]; }
-    catch (e) { return ""; }
+  // A socket's address from the path the server rendered (an hx-ws:connect, a pushed
+  // resume address): the extension opens what a page script gives it as is.
+  function socketAddress(path) {
+    return (location.protocol === "https:" ? "wss://" : "ws://") + location.host + path;
   }
 
   // Pushed cards are appended to their column; the page keeps each column in number
@@ -51,13 +50,13 @@
     return el ? el.dataset.query || "" : "";
   }
 
+  // The board's socket (its hx-ws:connect, without the query the page was rendered with),
+  // from the sequence the page shows now, with the filters it shows.
   function socketUrl() {
-    var el = board();
+    var path = board().getAttribute("hx-ws:connect").split("?")[0];
     var seq = byId("board-seq");
-    var scheme = location.protocol === "https:" ? "wss://" : "ws://";
     var filter = currentFilter();
-    return scheme + location.host + "/ws/boards/" + el.dataset.slug + "/?seq=" + (seq ? seq.dataset.seq : "") +
-      (filter ? "&" + filter : "");
+    return socketAddress(path + "?seq=" + (seq ? seq.dataset.seq : "") + (filter ? "&" + filter : ""));
   }
 
   // ---- Announcements: one polite live region, one summary per burst of pushes ----------
@@ -335,30 +334,30 @@
     }
   }
 
-  function loadDetail(number) {
-    var el = board();
-    return fetch("/boards/" + el.dataset.slug + "/tasks/" + number + "/", {
-      headers: { "HX-Request": "true" }, credentials: "same-origin"
-    }).then(function (response) {
-      if (response.status === 404) return '<p class="muted">Task #' + number + " was deleted.</p>";
-      return response.text();
-    }).then(showDetail);
+  // The one way a page script shows a task in the panel (#detail), on the board and on the
+  // graph: htmx asks for the address the server rendered (the panel's data-task-url, the
+  // graph page's data-task-url) and swaps the answer in; #detail's hx-sync lets the newest
+  // ask win. ``asked``: a person asked for it (a click, a key), so it takes the focus (on
+  // a narrow board, as a sheet); a refresh after a push leaves the focus where it is.
+  function showTask(url, asked) {
+    if (asked) wantDetail();
+    return htmx.ajax("GET", url, { source: "#detail", target: "#detail", swap: "innerHTML" });
   }
+  window.kanban = { showTask: showTask, socketAddress: socketAddress };
 
-  function showDetail(html) {
-    var detail = byId("detail");
-    // A refresh replaces what a person was on inside the panel: give them its heading.
-    if (detail.contains(document.activeElement)) focusDetail = true;
-    detail.innerHTML = html;
-    if (window.htmx && htmx.process) htmx.process(detail);
-  }
-
+  // The panel on any page that has one (the board, the graph); the sheet on the board.
   function setUpDetail() {
     var detail = byId("detail");
-    var sheet = detailSheet();
-    if (!detail || !sheet) return;
+    if (!detail) return;
     placeholder = detail.innerHTML;
     new MutationObserver(onDetailChanged).observe(detail, { childList: true });
+    // A swap replaces what a person was on inside the panel: give them its heading.
+    document.addEventListener("htmx:before:swap", function (event) {
+      var ctx = event.detail.ctx;
+      if (ctx.target === detail && !/^none\b/.test(ctx.swap || "") && detail.contains(document.activeElement)) {
+        focusDetail = true;
+      }
+    });
     // Anything that answers into #detail, clicked or submitted by a person.
     document.addEventListener("click", function (event) {
       var el = event.target.closest &&
@@ -368,6 +367,8 @@
     document.addEventListener("submit", function (event) {
       if (event.target.matches('form[hx-target="#detail"]')) wantDetail();
     }, true);
+    var sheet = detailSheet();
+    if (!sheet) return;
     document.addEventListener("click", function (event) {
       if (event.target.closest && event.target.closest("[data-close-detail]")) sheet.close();
     });
@@ -417,25 +418,17 @@
 
   // ---- Moving cards: drag and drop, and the Move menu -----------------------------------
 
-  // Posts the new status. The answer (the task's panel) is shown beside the board as
-  // before; on a narrow screen only a refusal is, in the sheet, so a move does not cover
-  // the board. The push moves the card and announces it.
+  // Posts the new status (htmx, from #move-menu: see its hx-sync and hx-status), to the
+  // task's "status" action beside the address its card links to. The answer (the task's
+  // panel) is shown beside the board; on a narrow screen only a refusal is, in the sheet,
+  // so a move does not cover the board. The push moves the card and announces it.
   function moveCard(number, column) {
-    var el = board();
-    var body = new URLSearchParams({ status: column });
-    return fetch("/boards/" + el.dataset.slug + "/tasks/" + number + "/status/", {
-      method: "POST", body: body, credentials: "same-origin",
-      headers: { "X-CSRFToken": csrfToken(), "HX-Request": "true" }
-    }).then(function (response) {
-      return response.text().then(function (html) {
-        if (!response.ok) {
-          if (followCard && followCard.number === String(number)) followCard = null;
-          wantDetail();
-          showDetail(html);
-        } else if (!sheetQuery.matches) {
-          showDetail(html);
-        }
-      });
+    var card = byId("task-" + number);
+    var link = card && card.querySelector(".card-link");
+    if (!link) return Promise.resolve();
+    return htmx.ajax("POST", new URL("status/", link.href).pathname, {
+      source: moveMenu(), values: { status: column }, target: "#detail",
+      swap: sheetQuery.matches ? "none" : "innerHTML"
     });
   }
 
@@ -543,6 +536,12 @@
     menu.addEventListener("click", function (event) {
       var item = event.target.closest("[data-move-to]");
       if (item) moveFromMenu(item.dataset.moveTo);
+    });
+    // A refused move (4xx, the alert in the task's panel): the focus goes to the alert,
+    // not after the card (opened as a sheet on a narrow screen).
+    menu.addEventListener("htmx:response:error", function () {
+      followCard = null;
+      wantDetail();
     });
     menu.addEventListener("keydown", function (event) {
       var items = menuItems();
@@ -686,7 +685,7 @@
     var text = event.detail.message && event.detail.message.data;
     if (open && typeof text === "string") {
       var number = open.dataset.detailTask;
-      if (text.indexOf('id="task-' + number + '"') !== -1) loadDetail(number);
+      if (text.indexOf('id="task-' + number + '"') !== -1) showTask(open.dataset.taskUrl, false);
     }
   });
 
@@ -722,6 +721,7 @@
   }
 
   function start() {
+    setUpDetail();
     var el = board();
     if (!el) return;
     setUpMenu();
@@ -729,7 +729,6 @@
       .observe(el, { childList: true, subtree: true });
     setUpFilters();
     setUpTabs();
-    setUpDetail();
     setUpDragAndDrop();
     setUpMoveMenu();
     document.addEventListener("keydown", onKey);

@@ -1,7 +1,8 @@
 // The dependency graph page (issue 16): lays graph.json out left to right with dagre
-// (vendored), draws it as SVG, opens a task's details beside it, and follows the board's
-// socket: a push with events fetches the graph again; colours and classes change in
-// place, and a graph whose nodes or edges changed is laid out again.
+// (vendored), draws it as SVG, opens a task's details beside it (the board's panel code,
+// app.js), and follows the board's socket: a push with events fetches the graph again;
+// colours and classes change in place, and a graph whose nodes or edges changed is laid
+// out again.
 (function () {
   "use strict";
 
@@ -257,7 +258,6 @@
   function start() {
     var page = document.querySelector("main.graph-page");
     if (!page) return;
-    var slug = page.dataset.slug;
     var canvas = document.getElementById("graph-canvas");
     var summary = document.getElementById("graph-summary");
     var error = document.getElementById("graph-error");
@@ -427,37 +427,22 @@
       if (item) item.classList.add("selected");
     }
 
-    function showDetail(html, focus) {
-      detail.innerHTML = html;
-      if (window.htmx && htmx.process) htmx.process(detail);
-      if (focus) {
-        var heading = detail.querySelector("[role=alert], .panel h2") || detail.firstElementChild;
-        if (heading) {
-          if (!heading.hasAttribute("tabindex")) heading.setAttribute("tabindex", "-1");
-          heading.focus();
-        }
-      }
-    }
-
-    function loadDetail(id, focus) {
+    // The board's panel code shows it (app.js, kanban.showTask), from the page's address
+    // of a task (data-task-url, with {number} for the node's number).
+    function open(id) {
       select(id);
-      return fetch("/boards/" + slug + "/tasks/" + id + "/", {
-        headers: { "HX-Request": "true" }, credentials: "same-origin"
-      }).then(function (response) {
-        if (response.status === 404) return '<p class="muted">Task #' + id + " was deleted.</p>";
-        return response.text();
-      }).then(function (html) { showDetail(html, focus); });
+      kanban.showTask(page.dataset.taskUrl.replace("{number}", encodeURIComponent(id)), true);
     }
 
     canvas.addEventListener("click", function (event) {
       var item = event.target.closest(".node[data-task]");
-      if (item) loadDetail(item.dataset.task, true);
+      if (item) open(item.dataset.task);
     });
     canvas.addEventListener("keydown", function (event) {
       var item = event.target.closest && event.target.closest(".node[data-task]");
       if (!item || (event.key !== "Enter" && event.key !== " ")) return;
       event.preventDefault();
-      loadDetail(item.dataset.task, true);
+      open(item.dataset.task);
     });
     document.getElementById("graph-close").addEventListener("click", function () {
       var open = detail.querySelector("[data-detail-task]");
@@ -486,6 +471,7 @@
 
     var socket = document.getElementById("graph-socket");
     var seq = socket.dataset.seq;
+    var socketPath = socket.getAttribute("hx-ws:connect").split("?")[0];
     var opened = false;
     function setLive(up) {
       live.dataset.state = up ? "live" : "down";
@@ -493,7 +479,7 @@
     }
     function mine(event) { return event.target === socket; }
     document.addEventListener("htmx:ws:before:connection", function (event) {
-      if (mine(event)) event.detail.connection.url = "/ws/boards/" + slug + "/?seq=" + seq;
+      if (mine(event)) event.detail.connection.url = kanban.socketAddress(socketPath + "?seq=" + seq);
     });
     document.addEventListener("htmx:ws:after:connection", function (event) {
       if (!mine(event)) return;
@@ -511,13 +497,13 @@
       var marker = text.match(/id="board-seq" data-seq="(\d+)"/);
       if (marker) {
         seq = marker[1];
-        event.detail.connection.url = "/ws/boards/" + slug + "/?seq=" + seq;
+        event.detail.connection.url = kanban.socketAddress(socketPath + "?seq=" + seq);
       }
       var behind = marker && data && +marker[1] > data.seq;
       if (behind || text.indexOf("<li data-seq=") !== -1) soon();
-      var open = detail.querySelector("[data-detail-task]");
-      if (open && text.indexOf('id="task-' + open.dataset.detailTask + '"') !== -1) {
-        loadDetail(open.dataset.detailTask, detail.contains(document.activeElement));
+      var shown = detail.querySelector("[data-detail-task]");
+      if (shown && text.indexOf('id="task-' + shown.dataset.detailTask + '"') !== -1) {
+        kanban.showTask(shown.dataset.taskUrl, false);
       }
     });
 

@@ -62,8 +62,8 @@
 
   function openTask(number) {
     var board = document.getElementById("board");
-    if (!board || !number || !window.htmx) return;
-    htmx.ajax("GET", "/boards/" + board.dataset.slug + "/tasks/" + number + "/", { target: "#detail", swap: "innerHTML" });
+    if (!board || !number || !window.kanban) return;
+    window.kanban.showTask(board.dataset.taskUrl.replace("{number}", number), true);
   }
 
   // New items in the person's inbox, on any board.

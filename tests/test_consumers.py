@@ -262,6 +262,91 @@ async def test_a_client_frame_closes_only_that_socket(open_socket, board):
     assert 'data-task-id="1"' in await listener.receive_from(timeout=WAIT)
 
 
+# --- the activity feed's socket -------------------------------------------------------------
+
+
+def rows_in(frame: str) -> list[int]:
+    """The sequence numbers of the feed rows a push puts on top of the table, in order."""
+    head = '<hx-partial hx-target="#activity-rows" hx-swap="afterbegin">'
+    assert frame.startswith(head), frame[:300]
+    return [int(n) for n in re.findall(r'<tr data-seq="(\d+)"', frame)]
+
+
+def resume_in(frame: str) -> str:
+    match = re.search(r'<span id="activity-resume" data-url="([^"]*)" hx-swap-oob="true"', frame)
+    assert match, frame[-300:]
+    return match.group(1).replace("&amp;", "&")
+
+
+async def test_the_activity_socket_pushes_each_new_event_as_rows_of_the_feed(open_socket, board):
+    socket = open_socket(f"/ws/boards/team/activity/?show=all&after={await current_seq(board)}")
+    connected, _ = await socket.connect()
+    assert connected
+    assert await socket.receive_nothing(timeout=0.3)  # nothing newer than the page shows
+
+    await create_task(board, "Write docs")
+
+    frame = await socket.receive_from(timeout=WAIT)
+    assert rows_in(frame) == [2]
+    assert "#1 “Write docs” created by alice" in frame
+    assert 'id="activity-empty" hx-swap-oob="delete"' in frame
+    assert resume_in(frame) == "/ws/boards/team/activity/?show=all&after=2"
+
+
+async def test_the_activity_socket_catches_up_after_the_row_it_names_newest_first(
+    open_socket, board
+):
+    for subject in ("One", "Two", "Three"):
+        await create_task(board, subject)
+    socket = open_socket("/ws/boards/team/activity/?show=all&after=2")
+    connected, _ = await socket.connect()
+    assert connected
+    frame = await socket.receive_from(timeout=WAIT)
+    assert rows_in(frame) == [4, 3]
+    assert resume_in(frame) == "/ws/boards/team/activity/?show=all&after=4"
+
+
+async def test_the_activity_socket_pushes_only_what_its_filters_keep(open_socket, board):
+    socket = open_socket(f"/ws/boards/team/activity/?actor=bob&after={await current_seq(board)}")
+    connected, _ = await socket.connect()
+    assert connected
+
+    await create_task(board, "By alice")
+    assert await socket.receive_nothing(timeout=0.3)
+    await database_sync_to_async(services.task_create)(board=board, actor="bob", subject="By bob")
+
+    frame = await socket.receive_from(timeout=WAIT)
+    assert rows_in(frame) == [3]
+    assert "By bob" in frame
+    assert "By alice" not in frame
+    assert resume_in(frame) == "/ws/boards/team/activity/?actor=bob&after=3"
+
+
+async def test_the_activity_socket_refuses_a_filter_the_page_cannot_ask_and_an_outsider(
+    open_socket, board, other_board
+):
+    connected, code = await open_socket("/ws/boards/team/activity/?show=some").connect()
+    assert (connected, code) == (False, 4400)
+    _, _, cookie = await database_sync_to_async(_login)("olga", board=other_board)
+    outsider = open_socket("/ws/boards/team/activity/", headers=[ORIGIN, HOST, cookie])
+    assert await outsider.connect() == (False, 4404)
+    connected, code = await open_socket(
+        "/ws/boards/team/activity/", headers=[ORIGIN, HOST]
+    ).connect()
+    assert (connected, code) == (False, 4401)
+
+
+async def test_removing_a_member_closes_their_activity_socket(open_socket, board):
+    _, _, cookie = await database_sync_to_async(_login)("vic", board=board)
+    feed = open_socket("/ws/boards/team/activity/?show=all", headers=[ORIGIN, HOST, cookie])
+    connected, _ = await feed.connect()
+    assert connected
+
+    await database_sync_to_async(services.member_remove)(board=board, username="vic", actor="pat")
+
+    assert await closed_with(feed) == 4404
+
+
 # --- a socket lasts as long as its person's access ------------------------------------------
 
 

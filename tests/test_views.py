@@ -250,10 +250,20 @@ def test_task_detail_is_only_the_panel_for_htmx(person_client, board):
     response = person_client.get("/boards/team/tasks/1/", headers=HTMX)
     assert response.status_code == 200
     html = page(response)
-    assert html.lstrip().startswith('<div class="panel" data-detail-task="1">')
+    # The panel names its own address: a page script refreshes it from there.
+    assert html.lstrip().startswith(
+        '<div class="panel" data-detail-task="1" data-task-url="/boards/team/tasks/1/">'
+    )
     assert "<html" not in html
     assert "<nav" not in html
     assert "HX-Request" in response["Vary"]
+
+
+def test_a_deleted_tasks_panel_is_an_alert_for_htmx_to_show_in_the_panel(person_client, board):
+    # htmx 4 swaps a 4xx answer: a panel refreshed after its task was deleted says so.
+    answer = person_client.get("/boards/team/tasks/7/", headers=HTMX)
+    assert answer.status_code == 404
+    assert page(answer) == '<p class="error" role="alert">Task #7 not found</p>'
 
 
 def test_task_detail_shows_dependencies_both_ways_children_and_history(person_client, board):

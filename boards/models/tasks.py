@@ -259,7 +259,7 @@ class Event(models.Model):
     # The task's public number, kept after the task itself is deleted.
     task_number = models.PositiveIntegerField(null=True, blank=True)
     actor = models.CharField(max_length=limits.PERSON_NAME_MAX)
-    kind = models.CharField(max_length=32, choices=EventKind.choices)
+    kind = models.CharField(max_length=limits.EVENT_KIND_MAX, choices=EventKind.choices)
     data = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -11,29 +11,12 @@ from django.views.decorators.http import require_GET, require_POST
 
 from .. import charts, metrics, numbers, permissions, selectors, services
 from ..errors import InvalidInput, ServiceError
+from ..filters import activity_filters
 from ..models import (
     Board,
     Role,
 )
 from .common import HtmxHttpRequest, board_access
-
-ACTIVITY_SHOW = ("matters", "all")
-
-
-def _activity_filters(request: HtmxHttpRequest) -> dict[str, Any]:
-    """The feed's filters; ``show`` is "matters" (failures, approvals, reassignments,
-    reclaims, needs attention: the default when nothing else is asked) or "all"."""
-    filters = {
-        "actor": request.GET.get("actor", "").strip()[:150],
-        "kind": request.GET.get("kind", "").strip()[:32],
-        "task": numbers.id_number(request.GET.get("task", ""), field="task"),
-    }
-    show = request.GET.get("show", "")
-    if show and show not in ACTIVITY_SHOW:
-        raise InvalidInput("show: matters or all", field="show")
-    asked = filters["actor"] or filters["kind"] or filters["task"] is not None
-    filters["matters"] = show == "matters" or (not show and not asked)
-    return filters
 
 
 @require_GET
@@ -41,9 +24,10 @@ def _activity_filters(request: HtmxHttpRequest) -> dict[str, Any]:
 def activity(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResponse:
     """The board's event log, newest first, filtered and paged; live on the page.
 
-    ``?after=<seq>`` (htmx) answers only the rows newer than that, for the page to prepend.
+    ``?after=<seq>`` (htmx) answers only the rows newer than that, oldest first: what the
+    page's socket pushes (``consumers.ActivityConsumer``), for a client without one.
     """
-    filters = _activity_filters(request)
+    filters = activity_filters(request.GET)
     after, before = (
         numbers.digits(request.GET.get(name, ""), field=name, max_digits=numbers.SEQ_DIGITS)
         for name in ("after", "before")
@@ -53,14 +37,20 @@ def activity(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResponse
         rows.reverse()
         return render(request, "boards/activity.html#rows", {"board": board, "events": rows})
     rows = selectors.activity_page(board, before=before, **filters)
+    top = rows[0].seq if rows and before is None else board.last_seq
+    # The page's socket (``consumers.ActivityConsumer``) pushes the rows after ``top``
+    # that these filters keep.
+    live = request.GET.copy()
+    for name in ("after", "before"):
+        live.pop(name, None)
+    live["after"] = str(top)
     context = {
         "board": board,
         "events": rows,
         "filters": filters,
         "query": request.GET.urlencode(),
         "more": rows[-1].seq if len(rows) == selectors.ACTIVITY_PAGE else None,
-        "top": rows[0].seq if rows and before is None else board.last_seq,
-        "seq": board.last_seq,
+        "live_query": live.urlencode(),
         "actors": selectors.activity_actors(board),
         "kinds": selectors.ACTIVITY_KINDS,
     }

@@ -10,11 +10,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import Locator, Page, Request, expect
 
 from devtools.liveserver import Cluster, Server
 
-from .conftest import LiveBoard, assert_not_reloaded, wait_live
+from .conftest import LiveBoard, assert_not_reloaded, mark_document, wait_live
 
 pytestmark = pytest.mark.browser
 
@@ -141,6 +141,49 @@ def test_a_persons_drag_reaches_the_agent_and_the_other_page(
     # The card moved on the other page only after the change was committed.
     assert alice.get(task_id)["status"] == "in_progress"
     assert_not_reloaded(watcher)
+
+
+def test_moves_and_the_panel_go_through_htmx_and_a_refused_move_shows_its_alert(
+    open_page: OpenPage, live_board: LiveBoard
+):
+    page = open_page()
+    # One task in progress at a time: the second move is refused (409).
+    page.goto(live_board.url + "settings/")
+    page.fill("input[name=maxInProgress]", "1")
+    page.locator("form button[type=submit].primary").click()
+    page.goto(live_board.url)
+    wait_live(page)
+    mark_document(page)
+    sent: list[dict[str, str]] = []
+
+    def record(request: Request) -> None:
+        if "/tasks/" in request.url:
+            sent.append({**request.headers, "url": request.url, "method": request.method})
+
+    page.on("request", record)
+    alice = live_board.agent("alice")
+    first, second = alice.create("Parse the logs"), alice.create("Chart the logs")
+    expect_card_in(page, second, "pending")
+
+    card(page, first).drag_to(page.locator('[data-column="in_progress"]'))
+    expect_card_in(page, first, "in_progress")
+    expect(page.locator(f'#detail [data-detail-task="{first}"]')).to_be_visible()
+    # htmx sent it (its own HX-Source header: from the move menu), with the page's CSRF token.
+    move = next(r for r in sent if r["url"].endswith(f"/tasks/{first}/status/"))
+    assert (move["hx-request"], move["hx-source"]) == ("true", "div#move-menu")
+
+    card(page, second).drag_to(page.locator('[data-column="in_progress"]'))
+    refused = page.locator(f'#detail [data-detail-task="{second}"]')
+    expect(refused.locator("[role=alert]")).to_contain_text("it allows 1 at once")
+    expect(refused.locator("h2")).to_be_focused()  # a person asked: the panel takes the focus
+    expect_card_in(page, second, "pending")
+
+    # The open panel follows its task's pushes, asked for by htmx from the panel's address.
+    alice.update(second, description="Bars, not pies")
+    expect(page.locator(f'#detail [data-detail-task="{second}"]')).to_contain_text("Bars, not pies")
+    refresh = [r for r in sent if r["url"].endswith(f"/tasks/{second}/") and r["method"] == "GET"]
+    assert refresh and refresh[-1]["hx-source"] == "section#detail", refresh
+    assert_not_reloaded(page)
 
 
 def test_a_pushed_board_is_the_same_dom_as_a_reloaded_one(

@@ -125,6 +125,38 @@ def test_on_a_phone_the_tab_counts_are_live_and_escape_closes_the_sheet(
     expect(card(page, first).locator(".card-link")).to_be_focused()
 
 
+def test_on_a_phone_a_move_leaves_the_board_in_view_and_a_refused_one_opens_the_sheet(
+    pages: Screens, live_board: LiveBoard
+):
+    page = pages.open(screen=PHONE)
+    # One task in progress at a time: the second move is refused (409).
+    page.goto(live_board.url + "settings/")
+    page.fill("input[name=maxInProgress]", "1")
+    page.locator("form button[type=submit].primary").click()
+    page.goto(live_board.url)
+    expect(page.locator("#live-status")).to_have_attribute("data-state", "live")
+    alice = live_board.agent("alice")
+    first, second = alice.create("Parse the logs"), alice.create("Chart the logs")
+
+    def move_to_in_progress(number: str) -> None:
+        tab(page, "pending").click()
+        card(page, number).locator(".card-link").focus()
+        page.keyboard.press("m")
+        page.locator('#move-menu [data-move-to="in_progress"]').click()
+
+    move_to_in_progress(first)
+    expect(tab(page, "in_progress").locator(".tab-count")).to_have_text("1")
+    expect(page.locator("#detail-sheet")).to_be_hidden()
+    expect(page.locator("#detail .detail-placeholder")).to_have_count(1)
+
+    move_to_in_progress(second)
+    expect_sheet_open(page, PHONE)
+    expect(page.locator(f'#detail [data-detail-task="{second}"] [role=alert]')).to_contain_text(
+        "it allows 1 at once"
+    )
+    expect(tab(page, "pending").locator(".tab-count")).to_have_text("1")
+
+
 @pytest.mark.parametrize("width", [360, 390, 600, 768, 1024])
 def test_from_360_to_1024_px_nothing_overlaps_and_the_strips_stay_on_top(
     pages: Screens, live_board: LiveBoard, cluster: Cluster, width: int

@@ -175,14 +175,23 @@ def test_everything_shows_finished_work_and_a_neighbourhood_only_its_chain(pages
 
 
 def test_a_node_opens_its_details_whose_buttons_work(pages: BoardPages):
-    make_plan(pages.live_board.agent("planner"))
+    planner = pages.live_board.agent("planner")
+    make_plan(planner)
     page = open_graph(pages)
+    asked: list[dict[str, str]] = []
+    page.on("request", lambda r: asked.append(r.headers) if r.url.endswith("/tasks/2/") else None)
 
     node(page, "2").click()
     panel = page.locator('#detail [data-detail-task="2"]')
     expect(panel).to_be_visible()
     expect(panel.locator("h2")).to_be_focused()
     expect(node(page, "2")).to_have_class(re.compile(r"\bselected\b"))
+    # The board's panel code asked for it: htmx, from the panel (its HX-Source header).
+    assert [(h["hx-request"], h["hx-source"]) for h in asked] == [("true", "section#detail")]
+    # It follows its task's pushes.
+    planner.update("2", description="Behind a flag")
+    expect(panel).to_contain_text("Behind a flag")
+    expect(panel.locator("h2")).to_be_focused()
 
     # From the keyboard: focus a node and press Enter.
     node(page, "6").focus()

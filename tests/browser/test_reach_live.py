@@ -158,3 +158,29 @@ def test_the_activity_feed_shows_an_agents_call_within_a_second(pages: BoardPage
     assert time.monotonic() - called < 1.0
     expect(row.locator("td.who")).to_have_text("worker-7")
     expect(row.locator("time")).to_have_attribute("title", re.compile(r"^\d{4}-\d\d-\d\d "))
+
+
+def test_the_activity_feed_is_pushed_over_its_own_socket_as_its_filters_keep_it(
+    pages: BoardPages,
+):
+    page = pages.open()
+    page.goto(pages.live_board.url + "activity/?actor=worker-9")
+    expect(page.locator("#activity-live")).to_have_attribute("data-state", "live")
+    expect(page.locator("#activity-empty")).to_be_visible()
+    fetched: list[str] = []
+    page.on("request", lambda r: fetched.append(r.url) if "/activity/" in r.url else None)
+
+    pages.live_board.agent("worker-8").create("Not theirs")
+    task = pages.live_board.agent("worker-9").create("Theirs")
+
+    rows = page.locator("#activity-rows tr")
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_contain_text(f"#{task} “Theirs” created by worker-9")
+    expect(rows.first.locator("time")).to_have_text("just now")
+    expect(page.locator("#activity-empty")).to_have_count(0)
+    # The rows came over the socket, as htmx swapped them: no request asked for them.
+    assert fetched == []
+    # After a break, the socket resumes after the newest row it pushed.
+    resume = page.locator("#activity-resume")
+    expect(resume).to_have_attribute("data-url", re.compile(r"[?&]after=\d+$"))
+    assert "actor=worker-9" in (resume.get_attribute("data-url") or "")
