@@ -66,21 +66,22 @@
     window.kanban.showTask(board.dataset.taskUrl.replace("{number}", number), true);
   }
 
-  // New items in the person's inbox, on any board.
+  // New items in the person's inbox, on any board: an item is its board, id and reason,
+  // so a task that waited for approval and later fails is news again. What the page was
+  // rendered with is no baseline (only what the inbox's socket sent, marked data-live).
   function onInbox() {
     var list = document.getElementById("inbox-notify");
-    if (!list) return;
-    var items = list.querySelectorAll("li[data-need]");
+    if (!list || !list.hasAttribute("data-live")) return;
     var first = seenNeeds === null;
-    if (first) seenNeeds = {};
-    items.forEach(function (item) {
+    var now = {};
+    list.querySelectorAll("li[data-need]").forEach(function (item) {
       var key = item.dataset.need;
-      if (seenNeeds[key]) return;
-      seenNeeds[key] = true;
-      if (!first && mayNotify()) {
+      now[key] = true;
+      if (!first && !seenNeeds[key] && mayNotify()) {
         show(item.textContent, "kanban-need-" + key, function () { window.location.href = item.dataset.url; });
       }
     });
+    seenNeeds = now;
   }
 
   // Each push replaces #board-events with its own events (boards.consumers).

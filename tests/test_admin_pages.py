@@ -258,3 +258,18 @@ def test_a_secret_made_on_one_board_is_not_shown_on_another(
     person_client.post("/boards/team/tokens/", {"agent": "carol"})
     elsewhere = text(person_client.get(f"/boards/{other_board.slug}/tokens/"))
     assert 'id="new-token"' not in elsewhere
+
+
+def test_a_gate_rules_wait_is_read_in_the_digits_0_to_9_and_within_its_range(
+    board, person_client
+):
+    rule = {"tool": "Bash", "pattern": "rm ", "decision": "ask", "fallback": "deny"}
+    before = board.gate_rules.count()
+    for wait, says in (("٣٠", "digits"), ("2", "5 to 3600 seconds"), ("", "required")):
+        response = person_client.post("/boards/team/gates/", {**rule, "wait_seconds": wait})
+        assert response.status_code == 400, wait
+        assert says in response.content.decode(), (wait, says)
+    assert board.gate_rules.count() == before
+    response = person_client.post("/boards/team/gates/", {**rule, "wait_seconds": "30"})
+    assert response.status_code == 302
+    assert board.gate_rules.order_by("-pk").first().wait_seconds == 30

@@ -213,7 +213,7 @@ def test_desktop_notifications_come_from_the_inbox_by_each_boards_choices(
     items = permissions.inbox(person)
     pushed = rendering.inbox_parts(items, person, count_only=True)
     assert 'id="inbox-count"' in pushed and 'id="inbox-list"' not in pushed
-    assert 'data-need="team:task-1"' in pushed  # the defaults notify of approvals
+    assert 'data-need="team:task-1:approval"' in pushed  # the defaults notify of approvals
     assert 'data-url="/boards/team/tasks/1/"' in pushed
     # The person chose only completions on this board: the item still counts, but tells
     # nobody.
@@ -223,7 +223,7 @@ def test_desktop_notifications_come_from_the_inbox_by_each_boards_choices(
     assert '<span id="inbox-count" class="count" hx-swap-oob="true">1</span>' in pushed
     # "Approval requested" alone brings approvals back, not other reasons.
     person_client.post("/boards/team/notify/", {"kinds": ["approval_requested"]})
-    assert 'data-need="team:task-1"' in rendering.inbox_parts(
+    assert 'data-need="team:task-1:approval"' in rendering.inbox_parts(
         permissions.inbox(person), person, count_only=True
     )
 

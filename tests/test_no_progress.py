@@ -13,7 +13,7 @@ from django.utils import timezone
 from boards import services
 from boards.models import Attempt, ClientSession, Event, Message, Task
 from boards.rules import NO_PROGRESS_FLOOR, REPEATS_NO_PROGRESS, no_progress_after
-from boards.services import decisions
+from boards.services import decisions, hooks
 from tests.factories import make_token
 from tests.test_hooks import bash, hook, send
 
@@ -159,3 +159,45 @@ def test_the_same_tool_with_another_input_is_not_a_loop(board, claude, person_cl
         send(claude, bash(f"cat part-{n % 2}.log", use=f"tu-{n}"))
     assert ClientSession.objects.get(board=board).repeats == 1
     assert inbox(person_client)["count"] == 0
+
+
+def test_a_loop_noticed_on_a_stale_read_is_still_recorded_on_the_board(
+    board, claude, person_client, monkeypatch
+):
+    """Parallel calls of one session can make the door's early read stale: the loop's
+    event is written all the same, under the board's lock."""
+    send(claude, hook("SessionStart"))
+    monkeypatch.setattr(hooks, "_loop_turns", lambda *args: False)
+    for n in range(REPEATS_NO_PROGRESS):
+        assert send(claude, bash("cat out.log", use=f"tu-{n}"))[0] == 200
+    event = Event.objects.get(board=board, kind="needs_attention")
+    assert event.data["reason"] == "no_progress"
+    send(claude, bash("ls", use="tu-other"))  # the loop ends: the strip hears of it
+    assert inbox(person_client)["count"] == 0
+
+
+def test_a_looping_session_that_then_waits_for_its_person_is_one_no_progress_item(
+    board, claude, person_client
+):
+    send(claude, hook("SessionStart"))
+    for n in range(REPEATS_NO_PROGRESS):
+        send(claude, bash("cat out.log", use=f"tu-{n}"))
+    send(claude, hook("Notification", message="Claude needs your permission to use Bash"))
+    assert ClientSession.objects.get(board=board).state == "waiting"
+    assert [i["reason"] for i in inbox(person_client)["items"]] == ["no_progress"]
+
+
+def test_the_person_stepping_in_ends_the_loop_and_the_strip_hears_of_it(
+    board, claude, person_client, published, django_capture_on_commit_callbacks
+):
+    send(claude, hook("SessionStart"))
+    for n in range(REPEATS_NO_PROGRESS):
+        send(claude, bash("cat out.log", use=f"tu-{n}"))
+    assert inbox(person_client)["count"] == 1
+    published.clear()
+    with django_capture_on_commit_callbacks(execute=True):
+        send(claude, hook("UserPromptSubmit", prompt="Stop reading the log; fix the test"))
+    assert ClientSession.objects.get(board=board).repeats == 0
+    assert inbox(person_client)["count"] == 0
+    # The board's header (the strip) was re-rendered.
+    assert any(p.header for p in published if p.board_id == board.pk)

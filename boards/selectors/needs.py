@@ -189,7 +189,7 @@ def call_item(call: ToolCall, board: Board) -> Item:
 
 def session_item(session: ClientSession, board: Board) -> Item:
     board_url = reverse("board", args=[board.slug])
-    if session.state != SessionState.WAITING:  # it loops (``looping``)
+    if session.repeats >= REPEATS_NO_PROGRESS:  # it loops, held on a call or not
         message = Action("message", "Message", reverse("message-send", args=[board.slug]))
         return Item(
             id=f"session-{session.pk}",

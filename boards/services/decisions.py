@@ -149,7 +149,11 @@ def needs_sweep(*, now: datetime | None = None) -> int:
     a sweep. A board that fails is logged and skipped. Returns how many tasks were
     rechecked."""
     now = now or timezone.now()
-    rechecked = _stalled_sweep(now)
+    try:
+        rechecked = _stalled_sweep(now)
+    except Exception:  # the graces below are swept all the same
+        logger.exception("no-progress sweep failed")
+        rechecked = 0
     rows = Task.objects.may_come_to_need_a_person().values_list(
         "board_id", "pk", "status", "completed_at", "assigned_at", "board__failure_grace_seconds"
     )
@@ -187,16 +191,17 @@ def _stalled_sweep(now: datetime) -> int:
         "board_id", "pk", "started_at"
     )
     by_board: dict[int, list[tuple[int, datetime]]] = {}
-    for board_id, pk, started_at in held.order_by()[:2000]:
+    # The longest held first: a board with thousands of long holds cannot starve the rest.
+    for board_id, pk, started_at in held.order_by("started_at")[:2000]:
         by_board.setdefault(board_id, []).append((pk, started_at))
     rechecked = 0
     for board_id, rows in by_board.items():
-        stalled_before = now - no_progress_after(_usual_cycle(board_id))
-        due = {pk for pk, started_at in rows if started_at <= stalled_before}
-        if not due:
-            continue
         try:
-            rechecked += _recheck(Board.objects.get(pk=board_id), due, now, stalled_before)
+            stalled_before = now - no_progress_after(_usual_cycle(board_id))
+            due = {pk for pk, started_at in rows if started_at <= stalled_before}
+            if due:
+                board = Board.objects.get(pk=board_id)
+                rechecked += _recheck(board, due, now, stalled_before)
         except Exception:
             logger.exception("no-progress sweep of board %s failed", board_id)
     return rechecked

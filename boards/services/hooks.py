@@ -106,8 +106,29 @@ def session_event(*, board: Board, agent: str, event: dict[str, Any]) -> Verdict
         (rule is not None and rule.decision == gates.ASK)
         or name in ("SessionStart", "SessionEnd")
         or known is None
-        or (name == TOOL_START and _loop_turns(known, call_key(event)))
+        or _loop_turns(known, name, call_key(event))
     )
+    try:
+        return _locked(board, agent, event, rule, now, board_lock=board_lock)
+    except _NeedsBoardLock:
+        # Parallel calls of the session made the read above stale: again, on the board.
+        return _locked(board, agent, event, rule, now, board_lock=True)
+
+
+class _NeedsBoardLock(Exception):
+    """The session's loop began or ended, which is a write on the board (an event, the
+    strip re-rendered), but the event was applied without the board's lock."""
+
+
+def _locked(
+    board: Board,
+    agent: str,
+    event: dict[str, Any],
+    rule: gates.Rule | None,
+    now: Any,
+    *,
+    board_lock: bool,
+) -> Verdict:
     scope = unit_of_work(board, agent) if board_lock else nullcontext(None)
     with transaction.atomic(), scope as work:
         return _apply(board, agent, event, rule, now, work)
@@ -120,13 +141,19 @@ def call_key(event: dict[str, Any]) -> str:
     return hashlib.sha256(body.encode()).hexdigest()
 
 
-def _loop_turns(known: tuple[str, int], key: str) -> bool:
-    """Whether this call starts or ends a loop a person sees (``REPEATS_NO_PROGRESS`` of
-    the same call in a row): a write on the board, recorded and pushed."""
+# Events after which a session's run of one tool call no longer counts: the person spoke,
+# or the turn or the session ended.
+LOOP_RESETS = frozenset({"UserPromptSubmit", "Stop", "SessionStart", "SessionEnd"})
+
+
+def _loop_turns(known: tuple[str, int], name: str, key: str) -> bool:
+    """Whether this event starts or ends a loop a person sees (``REPEATS_NO_PROGRESS`` of
+    the same call in a row): a write on the board, recorded and pushed. A guess from a
+    read made before the write; ``_apply`` has the last word."""
     last_key, repeats = known
-    if key == last_key:
+    if name == TOOL_START and key == last_key:
         return repeats + 1 == REPEATS_NO_PROGRESS
-    return repeats >= REPEATS_NO_PROGRESS
+    return (name == TOOL_START or name in LOOP_RESETS) and repeats >= REPEATS_NO_PROGRESS
 
 
 def _apply(
@@ -151,6 +178,9 @@ def _apply(
             code="session_taken",
         )
     was = (session.state, session.doing)
+    looping = session.repeats >= REPEATS_NO_PROGRESS
+    if name in LOOP_RESETS:
+        session.repeats, session.last_call_key = 0, ""
     session.last_event_at = now
     for field, limit in (("cwd", 1000), ("permission_mode", 32)):
         if isinstance(event.get(field), str):
@@ -176,11 +206,8 @@ def _apply(
         session.subagents = max(0, session.subagents - 1)
     elif name == TOOL_START and tool:
         key = call_key(event)
-        looping = session.repeats >= REPEATS_NO_PROGRESS
         session.repeats = session.repeats + 1 if key == session.last_call_key else 1
         session.last_call_key = key
-        if work is not None and (session.repeats >= REPEATS_NO_PROGRESS) != looping:
-            _record_loop(work, session, looping)
         doing = gates.describe_call(tool, tool_input)
         session.state, session.doing = SessionState.WORKING, doing[:300]
         outcome = "running"
@@ -203,6 +230,10 @@ def _apply(
         _end_call(
             session, str(event.get("tool_use_id") or ""), TOOL_ENDS[name], event.get("duration_ms")
         )
+    if (session.repeats >= REPEATS_NO_PROGRESS) != looping:
+        if work is None:
+            raise _NeedsBoardLock
+        _record_loop(work, session, ended=looping)
     session.save()
     verdict = Verdict()
     if rule is not None:

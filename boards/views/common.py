@@ -107,7 +107,7 @@ def board_access(
             except NotFound as exc:
                 raise Http404(exc.message) from exc
             except ServiceError as exc:
-                return refusal(request, exc, board=board)
+                return refusal(request, exc, as_json=as_json, board=board)
             try:
                 return view(request, board, role, *args, **kwargs)
             except ServiceError as exc:

@@ -19,7 +19,7 @@ from django.http import HttpRequest
 from django.utils.html import format_html
 
 from .. import gates, numbers
-from ..errors import ServiceError
+from ..errors import PermissionDenied, ServiceError, StoreBusy
 from ..models import Board, Role
 
 # -- fields ---------------------------------------------------------------------------------
@@ -97,6 +97,8 @@ def submit(form: forms.Form, act: Callable[[dict[str, Any]], object]) -> bool:
         return False
     try:
         act(form.cleaned_data)
+    except (StoreBusy, PermissionDenied):
+        raise  # not the form's fault: the refusal path answers 503 (Retry-After) or 403
     except ServiceError as exc:
         named = exc.details if isinstance(exc.details, list) else []
         fields = [d for d in named if isinstance(d, dict) and d.get("field") in form.fields]
@@ -298,16 +300,22 @@ class GateRuleForm(forms.Form):
         required=False, label="Only paths outside the session's folder"
     )
     decision = forms.ChoiceField(choices=[(d, d) for d in gates.DECISIONS], initial=gates.ASK)
-    wait_seconds = forms.IntegerField(
-        min_value=gates.WAIT_MIN,
-        max_value=gates.WAIT_MAX,
+    wait_seconds = WholeNumber(
+        required=True,
         initial=gates.WAIT_DEFAULT,
         label="Wait for a person (seconds)",
+        widget=forms.TextInput(attrs={"inputmode": "numeric"}),
     )
     fallback = forms.ChoiceField(
         choices=[(d, d) for d in gates.FALLBACKS], initial=gates.DENY, label="If nobody answers"
     )
     note = forms.CharField(max_length=gates.NOTE_MAX, required=False, label="What it guards")
+
+    def clean_wait_seconds(self) -> int:
+        wait: int = self.cleaned_data["wait_seconds"]
+        if not gates.WAIT_MIN <= wait <= gates.WAIT_MAX:
+            raise forms.ValidationError(f"{gates.WAIT_MIN} to {gates.WAIT_MAX} seconds")
+        return wait
 
 
 class GateRuleRemoveForm(forms.Form):
