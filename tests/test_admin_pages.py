@@ -260,9 +260,7 @@ def test_a_secret_made_on_one_board_is_not_shown_on_another(
     assert 'id="new-token"' not in elsewhere
 
 
-def test_a_gate_rules_wait_is_read_in_the_digits_0_to_9_and_within_its_range(
-    board, person_client
-):
+def test_a_gate_rules_wait_is_read_in_the_digits_0_to_9_and_within_its_range(board, person_client):
     rule = {"tool": "Bash", "pattern": "rm ", "decision": "ask", "fallback": "deny"}
     before = board.gate_rules.count()
     for wait, says in (("٣٠", "digits"), ("2", "5 to 3600 seconds"), ("", "required")):
