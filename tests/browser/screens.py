@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import itertools
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from playwright.sync_api import Page, ViewportSize, expect
+from playwright.sync_api import Browser, Page, ViewportSize, expect
 
 from devtools.liveserver import Cluster, Server
 
@@ -62,6 +64,19 @@ class Screens(BoardPages):
         if page.locator("#board").count():
             wait_live(page)
         return page
+
+
+@contextmanager
+def screens_on_a_new_board(
+    browser: Browser, cluster: Cluster, server: Server, name: str
+) -> Iterator[Screens]:
+    """``Screens`` on a fresh board, closed after; a page's JavaScript error fails the test."""
+    opened = Screens(browser, new_live_board(cluster, server, name))
+    try:
+        yield opened
+    finally:
+        opened.close()
+    assert not opened.errors, f"JavaScript errors on the page: {opened.errors}"
 
 
 def new_live_board(cluster: Cluster, server: Server, name: str = "") -> LiveBoard:

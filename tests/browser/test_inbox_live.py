@@ -13,7 +13,14 @@ from playwright.sync_api import Browser, Page, expect
 from devtools.liveserver import Cluster, Server
 
 from .conftest import Reply
-from .screens import DESKTOP, PHONE, Screens, assert_uncovered, new_live_board
+from .screens import (
+    DESKTOP,
+    PHONE,
+    Screens,
+    assert_uncovered,
+    new_live_board,
+    screens_on_a_new_board,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -23,12 +30,8 @@ ARRIVES_MS = 2_000
 
 @pytest.fixture
 def screens(browser: Browser, cluster: Cluster, server: Server) -> Iterator[Screens]:
-    opened = Screens(browser, new_live_board(cluster, server, "Home board"))
-    try:
+    with screens_on_a_new_board(browser, cluster, server, "Home board") as opened:
         yield opened
-    finally:
-        opened.close()
-    assert not opened.errors, f"JavaScript errors on the page: {opened.errors}"
 
 
 def open_inbox(screens: Screens, screen: dict[str, int]) -> Page:

@@ -15,7 +15,7 @@ from playwright.sync_api import Browser, Page, expect
 from devtools.liveserver import Cluster, Server, hook
 
 from .conftest import LiveBoard
-from .screens import DESKTOP, PHONE, Screens, new_live_board
+from .screens import DESKTOP, PHONE, Screens, screens_on_a_new_board
 
 pytestmark = pytest.mark.browser
 
@@ -27,12 +27,8 @@ SWEEP_MS = 4_000
 
 @pytest.fixture
 def screens(browser: Browser, cluster: Cluster, server: Server) -> Iterator[Screens]:
-    opened = Screens(browser, new_live_board(cluster, server, "Grace board"))
-    try:
+    with screens_on_a_new_board(browser, cluster, server, "Grace board") as opened:
         yield opened
-    finally:
-        opened.close()
-    assert not opened.errors, f"JavaScript errors on the page: {opened.errors}"
 
 
 def set_board(cluster: Cluster, board: LiveBoard, **settings: int) -> None:
