@@ -56,6 +56,15 @@ class Reason(models.TextChoices):
     SESSION_WAITING = "session_waiting", "Session waiting"
 
 
+class SessionState(models.TextChoices):
+    """A coding client's session as its hooks tell it (SPEC §11)."""
+
+    WORKING = "working", "Working"
+    WAITING = "waiting", "Waiting for a person"
+    IDLE = "idle", "Idle"
+    ENDED = "ended", "Ended"
+
+
 class AgentState(models.TextChoices):
     """How an agent looks to a person (SPEC §12): computed, never stored."""
 
@@ -81,11 +90,11 @@ def agent_state(
     ``silent_after`` seconds, is gone; no call for ``silent_after`` is silent; holding
     in-progress work (or a session at work) is working; else idle."""
     quiet = (now - last_seen).total_seconds()
-    if session_state == "ended" or quiet >= GONE_FACTOR * silent_after:
+    if session_state == SessionState.ENDED or quiet >= GONE_FACTOR * silent_after:
         return AgentState.GONE
     if quiet >= silent_after:
         return AgentState.SILENT
-    if holding or session_state in ("working", "waiting"):
+    if holding or session_state in (SessionState.WORKING, SessionState.WAITING):
         return AgentState.WORKING
     return AgentState.IDLE
 

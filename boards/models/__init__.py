@@ -5,6 +5,7 @@ goes through ``boards.services``. The models live by noun in this package's modu
 (``tasks``, ``access``, ``webhooks``, ``clients``); every layer imports them from here.
 """
 
+from ..states import SessionState
 from .access import (
     AGENT_NAME_MAX,
     AGENT_NAME_PUNCTUATION,
@@ -18,7 +19,7 @@ from .access import (
     agent_name_problem,
     hash_token,
 )
-from .clients import CallState, ClientSession, GateRule, SessionState, ToolCall
+from .clients import CallState, ClientSession, GateRule, ToolCall
 from .tasks import (
     GONE_FACTOR,
     LABELS_MAX,

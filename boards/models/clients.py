@@ -3,14 +3,8 @@ hooks, the board's gate rules, and the tool calls a rule held for a person."""
 
 from django.db import models
 
+from ..states import SessionState
 from .tasks import Board
-
-
-class SessionState(models.TextChoices):
-    WORKING = "working", "Working"
-    WAITING = "waiting", "Waiting for a person"
-    IDLE = "idle", "Idle"
-    ENDED = "ended", "Ended"
 
 
 class ClientSession(models.Model):
