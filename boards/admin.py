@@ -6,16 +6,16 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from . import permissions, services
-from .errors import ServiceError
-from .models import Agent, AgentToken, Board, Event, Message, Task
+from boards.core import permissions, services
+from boards.core.errors import ServiceError
+from boards.models import Agent, AgentToken, Board, Event, Message, Task
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
-    """Rows are shown, never edited here: every write goes through boards.services.
+    """Rows are shown, never edited here: every write goes through boards.core.services.
 
     A staff member who is not a superuser sees only the rows of boards they are a
-    member of, and each action asks ``boards.permissions`` as the board's pages do.
+    member of, and each action asks ``boards.core.permissions`` as the board's pages do.
     """
 
     board_path = "board"

@@ -12,8 +12,15 @@ class BoardsConfig(AppConfig):
         #   changes, in any process that changes users (the admin site, a shell);
         # - delivery: it sends the webhook deliveries a write records, in any process that
         #   writes (a server, a command, a shell); the outbox wakes it after commit.
-        from . import delivery, events, fulltext  # noqa: F401
+        from boards.core import events, fulltext
+        from boards.push import notices
+        from boards.web import rendering
+        from boards.webhooks import delivery
 
         delivery.install()
+        # What waits for a person reaches their devices (Web Push), from any process.
+        events.on_needs_change(notices.wake)
+        # The write path publishes a board's update; the web renders it.
+        events.install_renderer(rendering.render_update)
         # SQLite's search triggers go with a table a migration rebuilds: put them back.
         post_migrate.connect(fulltext.after_migrate, sender=self)

@@ -23,7 +23,10 @@ from collections.abc import Callable
 from django.conf import settings
 from django.db import close_old_connections
 
-from . import delivery, services
+from boards.clients import sessions
+from boards.core import services
+from boards.needs import decisions
+from boards.webhooks import delivery
 
 logger = logging.getLogger(__name__)
 
@@ -52,12 +55,12 @@ def sweep_forever(interval: float) -> None:
     while True:
         _guarded("lease sweep", services.leases_sweep)
         # Held tool calls whose client went away end with their rule's fallback.
-        _guarded("tool call expiry", services.tool_calls_expire)
+        _guarded("tool call expiry", sessions.tool_calls_expire)
         if rounds % AGENT_SWEEP_EVERY == 0:
             # Agents turning silent or gone show within seconds, with no other write.
             _guarded("agent states", services.agents_sweep)
         # Failures and assignments whose grace ended come to need a person.
-        _guarded("needs sweep", services.needs_sweep)
+        _guarded("needs sweep", decisions.needs_sweep)
         # Webhook deliveries whose wake-up was lost or whose worker died go out again.
         _guarded("webhook kick", delivery.kick)
         rounds += 1

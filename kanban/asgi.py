@@ -16,11 +16,13 @@ from django.core.asgi import get_asgi_application
 
 django_asgi_app = get_asgi_application()
 
-from boards import boot, edge, storage  # noqa: E402
-from boards.mcp import mcp_app  # noqa: E402
-from boards.routing import websocket_urlpatterns  # noqa: E402
+from boards import boot  # noqa: E402
+from boards.agents.mcp import mcp_app  # noqa: E402
+from boards.core import edge, storage  # noqa: E402
+from boards.web.routing import websocket_urlpatterns  # noqa: E402
 
-# Oversized bodies are refused as they arrive, before daphne buffers them (boards.edge).
+# Oversized bodies are refused as they arrive, before daphne buffers them, and over-long
+# request lines are answered 414 (boards.core.edge).
 edge.install()
 # SQLite: one connection held open, so a request's own closing does not checkpoint the log.
 storage.hold_sqlite_open()
@@ -31,7 +33,7 @@ django_http_app = ASGIStaticFilesHandler(django_asgi_app)
 
 
 async def http_app(scope, receive, send):
-    """``/mcp/…`` goes to the MCP server (an ASGI app of the mcp SDK, see boards.mcp);
+    """``/mcp/…`` goes to the MCP server (an ASGI app of the mcp SDK, see boards.agents.mcp);
     everything else to Django."""
     path = scope["path"]
     if path == "/mcp" or path.startswith("/mcp/"):
@@ -41,7 +43,7 @@ async def http_app(scope, receive, send):
 
 application = ProtocolTypeRouter(
     {
-        "http": edge.BodyLimit(http_app),
+        "http": edge.LineLimit(edge.BodyLimit(http_app)),
         "websocket": edge.SameOriginValidator(
             AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
         ),

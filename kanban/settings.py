@@ -1,17 +1,45 @@
 """Agent Kanban settings: one module, every value from the environment.
 
-Nothing set means SQLite (``db.sqlite3`` beside ``manage.py``) and Channels'
-in-memory layer. ``DATABASE_URL`` (``postgres://…``) and ``REDIS_URL`` switch to
-PostgreSQL and the Redis channel layer for more than one server process.
+Nothing set means SQLite and Channels' in-memory layer. ``DATABASE_URL``
+(``postgres://…``) and ``REDIS_URL`` switch to PostgreSQL and the Redis channel layer
+for more than one server process.
+
+Where the SQLite file goes: in a checkout (``manage.py`` beside the packages) beside
+``manage.py``, as it always did; installed from the wheel, in the user's data directory
+(``~/.local/share/agent-kanban``, or under ``XDG_DATA_HOME``), together with the secret
+key generated for a board that serves this machine only. ``KANBAN_DATA_DIR`` names
+another folder in either case.
 """
 
 import ipaddress
 import os
+import secrets
 import tempfile
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# Installed from the wheel, the packages sit in site-packages with nothing beside them.
+FROM_CHECKOUT = (BASE_DIR / "manage.py").is_file()
+# How the user runs a management command, for the hints commands print.
+KANBAN_COMMAND = "python manage.py" if FROM_CHECKOUT else "agent-kanban"
+# templates/ and static/ are top-level folders of the checkout; the wheel carries them
+# inside the kanban package (setup.py).
+ASSETS_DIR = BASE_DIR if FROM_CHECKOUT else Path(__file__).resolve().parent
+
+
+def data_directory() -> Path:
+    """The folder of the SQLite file and of a generated secret key (created on first use)."""
+    if os.environ.get("KANBAN_DATA_DIR"):
+        return Path(os.environ["KANBAN_DATA_DIR"]).expanduser().resolve()
+    if FROM_CHECKOUT:
+        return BASE_DIR
+    from platformdirs import user_data_path
+
+    return user_data_path("agent-kanban", appauthor=False)
+
+
+KANBAN_DATA_DIR = data_directory()
 
 
 def env_bool(name: str, default: bool) -> bool:
@@ -31,9 +59,9 @@ def database_from_url(url: str) -> dict:
     if parts.scheme == "sqlite":
         # sqlite:////abs/path.db has path "//abs/path.db"; sqlite:///rel.db has "/rel.db".
         raw = parts.path[1:] if parts.path.startswith("/") else parts.path
-        path = Path(unquote(raw)) if raw else BASE_DIR / "db.sqlite3"
+        path = Path(unquote(raw)) if raw else KANBAN_DATA_DIR / "db.sqlite3"
         if not path.is_absolute():
-            path = BASE_DIR / path
+            path = KANBAN_DATA_DIR / path
         return sqlite_database(path)
     if parts.scheme in {"postgres", "postgresql", "pgsql"}:
         options: dict = dict(parse_qsl(parts.query))
@@ -62,6 +90,7 @@ def database_from_url(url: str) -> dict:
 
 
 def sqlite_database(path: Path) -> dict:
+    path.parent.mkdir(parents=True, exist_ok=True)
     return {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": path,
@@ -83,11 +112,35 @@ def sqlite_database(path: Path) -> dict:
     }
 
 
+def generated_secret_key(folder: Path) -> str:
+    """The key kept in ``folder/secret_key`` (readable by its owner alone), made on first use."""
+    path = folder / "secret_key"
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        # Made by an earlier start, or by a process starting beside this one.
+        return path.read_text().strip()
+    key = secrets.token_urlsafe(50)
+    with os.fdopen(descriptor, "w") as file:
+        file.write(key + "\n")
+    return key
+
+
 DEV_SECRET_KEY = "insecure-dev-key-set-SECRET_KEY-in-production"  # noqa: S105 - refused below
 LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "[::1]", "testserver"}
-SECRET_KEY = os.environ.get("SECRET_KEY", DEV_SECRET_KEY)
 DEBUG = env_bool("DEBUG", False)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
+if os.environ.get("SECRET_KEY"):
+    SECRET_KEY = os.environ["SECRET_KEY"]
+elif FROM_CHECKOUT and not os.environ.get("KANBAN_DATA_DIR"):
+    SECRET_KEY = DEV_SECRET_KEY
+elif set(ALLOWED_HOSTS) <= LOOPBACK_HOSTS:
+    # An installed board on this machine alone starts with no configuration; one that
+    # serves other machines is a deployment, which names its key (refused below).
+    SECRET_KEY = generated_secret_key(KANBAN_DATA_DIR)
+else:
+    SECRET_KEY = DEV_SECRET_KEY
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
 if SECRET_KEY == DEV_SECRET_KEY and not set(ALLOWED_HOSTS) <= LOOPBACK_HOSTS:
     # Sessions and CSRF tokens signed with a key everyone can read are forgeable.
@@ -167,7 +220,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "kanban.security.content_security_policy",
-    "boards.edge.StoreBusyMiddleware",
+    "boards.core.edge.StoreBusyMiddleware",
 ]
 
 ROOT_URLCONF = "kanban.urls"
@@ -176,14 +229,15 @@ ASGI_APPLICATION = "kanban.asgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [ASSETS_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "boards.context.inbox_count",
+                "boards.web.context.inbox_count",
+                "boards.web.context.has_passkey",
             ],
         },
     },
@@ -192,7 +246,7 @@ TEMPLATES = [
 DATABASES = {
     "default": database_from_url(os.environ["DATABASE_URL"])
     if os.environ.get("DATABASE_URL")
-    else sqlite_database(BASE_DIR / "db.sqlite3")
+    else sqlite_database(KANBAN_DATA_DIR / "db.sqlite3")
 }
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
@@ -236,14 +290,17 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "/static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = KANBAN_DATA_DIR / "staticfiles"
+STATICFILES_DIRS = [ASSETS_DIR / "static"]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "board-list"
 LOGOUT_REDIRECT_URL = "login"
 
 # Tool API: the largest request body accepted (413 beyond), and how long TaskWatch may wait.
 KANBAN_MAX_BODY_BYTES = int(os.environ.get("KANBAN_MAX_BODY_BYTES", str(256 * 1024)))
+# A hook event carries the agent's own tool input (a Write's whole file): larger than any
+# tool call an agent makes to the board, and refused for its size only past this.
+KANBAN_HOOK_MAX_BODY_BYTES = int(os.environ.get("KANBAN_HOOK_MAX_BODY_BYTES", str(4 * 1024 * 1024)))
 KANBAN_WATCH_MAX_SECONDS = 300
 # An MCP TaskWatch whose client asked for progress (a progressToken, a streamed answer) is
 # sent a progress notification this often, so clients that reset their request timeout on
@@ -255,7 +312,7 @@ KANBAN_PUSH_IN_BACKGROUND = env_bool("KANBAN_PUSH_IN_BACKGROUND", True)
 # The longest a committed write's answer waits on its broadcast (an unresponsive Redis).
 KANBAN_BROADCAST_TIMEOUT_SECONDS = float(os.environ.get("KANBAN_BROADCAST_TIMEOUT_SECONDS", "0.5"))
 # A claim's lease when neither the call nor the board sets one: any tool call by the owner
-# renews it; when it lapses the task goes back to pending (boards.services.leases).
+# renews it; when it lapses the task goes back to pending (boards.core.services.leases).
 KANBAN_LEASE_SECONDS = int(os.environ.get("KANBAN_LEASE_SECONDS", "900"))
 
 LOGGING = {
@@ -273,9 +330,12 @@ KANBAN_WATCHES_PER_TOKEN = int(os.environ.get("KANBAN_WATCHES_PER_TOKEN", "50"))
 # Client sessions (hooks, SPEC §11): tool calls kept per session, and at most one roster
 # push a board per this many seconds however busy its sessions are.
 KANBAN_SESSION_CALLS = int(os.environ.get("KANBAN_SESSION_CALLS", "20"))
+# Open client sessions one agent may have on a board (a team token's sessions are each an
+# agent of their own, named from the session: the token's cap is its agents').
+KANBAN_SESSIONS_PER_AGENT = int(os.environ.get("KANBAN_SESSIONS_PER_AGENT", "50"))
 KANBAN_SESSION_PUSH_SECONDS = float(os.environ.get("KANBAN_SESSION_PUSH_SECONDS", "1.0"))
 
-# -- outbound webhooks (boards.services.webhooks, boards.delivery) ----------------------------
+# -- outbound webhooks (boards.webhooks.subscriptions, boards.webhooks.delivery) ----------------------------
 # Deliveries run as tasks of Django's tasks framework (the django-tasks backport) on its
 # database backend: `manage.py up` (and any daphne serving kanban.asgi) runs workers in the
 # server process unless KANBAN_WORKER=0; a scale-out deployment runs
@@ -312,3 +372,10 @@ KANBAN_WEBHOOK_ALLOW_NETWORKS = [
 KANBAN_WEBHOOK_ALLOW_LOOPBACK = env_bool("KANBAN_WEBHOOK_ALLOW_LOOPBACK", False)
 # The address people open the board at: links in webhook payloads and Slack messages.
 KANBAN_PUBLIC_URL = os.environ.get("KANBAN_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")
+# Web Push (SPEC §14): the VAPID `sub` claim push services may write to (mailto: or https:),
+# and how long a push's Approve and Deny links work (its TTL is never shorter).
+KANBAN_VAPID_SUBJECT = os.environ.get("KANBAN_VAPID_SUBJECT", "mailto:agent-kanban@localhost")
+KANBAN_PUSH_LINK_SECONDS = int(os.environ.get("KANBAN_PUSH_LINK_SECONDS", "900"))
+# Passkeys (SPEC §14) are bound to KANBAN_PUBLIC_URL's host name; approving a step-up item
+# needs an assertion made for it within this long.
+KANBAN_STEP_UP_SECONDS = int(os.environ.get("KANBAN_STEP_UP_SECONDS", "300"))

@@ -3,8 +3,10 @@ from django.contrib.auth import views as auth_views
 from django.urls import path, register_converter
 from django.views.generic import RedirectView
 
-from boards import api, views
-from boards.converters import NumberConverter
+from boards.agents import http
+from boards.clients import door
+from boards.web import views
+from boards.web.converters import NumberConverter
 from kanban.security import ThrottledLoginView
 
 # Task and token numbers fit a database integer; a longer run of digits is a plain 404.
@@ -56,21 +58,33 @@ urlpatterns = [
         views.task_action,
         name="task-action",
     ),
-    path("healthz", api.healthz, name="healthz"),
+    path("healthz", http.healthz, name="healthz"),
+    # The installable app (SPEC §14): the service worker's scope is the folder it is
+    # served from, so it lives at the root.
+    path("manifest.webmanifest", views.manifest, name="manifest"),
+    path("sw.js", views.service_worker, name="service-worker"),
+    path("me/", views.person_page, name="person"),
+    path("me/passkeys/options", views.passkey_options, name="passkey-options"),
+    path("me/passkeys/", views.passkey_add, name="passkey-add"),
+    path("boards/<slug:slug>/step-up/options", views.step_up_options, name="step-up-options"),
+    path("boards/<slug:slug>/step-up/", views.step_up_verify, name="step-up"),
+    path("api/push/key", views.push_key, name="push-key"),
+    path("api/push/subscriptions", views.push_subscribe, name="push-subscribe"),
+    path("push/act/<str:token>/", views.push_act, name="push-act"),
     # OAuth-aware MCP clients probe these: JSON that says how this server authenticates.
-    path(".well-known/oauth-protected-resource", api.oauth_protected_resource),
-    path(".well-known/oauth-protected-resource/<path:resource>", api.oauth_protected_resource),
-    path(".well-known/oauth-authorization-server", api.no_oauth),
-    path(".well-known/oauth-authorization-server/<path:rest>", api.no_oauth),
-    path(".well-known/openid-configuration", api.no_oauth),
-    path(".well-known/openid-configuration/<path:rest>", api.no_oauth),
-    path("register", api.no_oauth),
-    path("api/openapi.json", api.openapi, name="openapi"),
-    path("api/inbox", api.inbox, name="inbox-api"),
-    path("api/boards/<slug:slug>/events", api.event_list, name="event-list"),
-    path("api/boards/<slug:slug>/metrics", api.board_metrics, name="metrics-api"),
-    path("api/boards/<slug:slug>/agents", api.agent_list, name="agent-list"),
-    path("api/boards/<slug:slug>/tools", api.tool_list, name="tool-list"),
-    path("api/boards/<slug:slug>/tools/<str:tool>", api.tool_call, name="tool-call"),
-    path("api/boards/<slug:slug>/hooks/claude-code", api.claude_code_hook, name="hook-claude-code"),
+    path(".well-known/oauth-protected-resource", http.oauth_protected_resource),
+    path(".well-known/oauth-protected-resource/<path:resource>", http.oauth_protected_resource),
+    path(".well-known/oauth-authorization-server", http.no_oauth),
+    path(".well-known/oauth-authorization-server/<path:rest>", http.no_oauth),
+    path(".well-known/openid-configuration", http.no_oauth),
+    path(".well-known/openid-configuration/<path:rest>", http.no_oauth),
+    path("register", http.no_oauth),
+    path("api/openapi.json", http.openapi, name="openapi"),
+    path("api/inbox", http.inbox, name="inbox-api"),
+    path("api/boards/<slug:slug>/events", http.event_list, name="event-list"),
+    path("api/boards/<slug:slug>/metrics", http.board_metrics, name="metrics-api"),
+    path("api/boards/<slug:slug>/agents", http.agent_list, name="agent-list"),
+    path("api/boards/<slug:slug>/tools", http.tool_list, name="tool-list"),
+    path("api/boards/<slug:slug>/tools/<str:tool>", http.tool_call, name="tool-call"),
+    path("api/boards/<slug:slug>/hooks/<str:client>", door.client_hook, name="hook"),
 ]

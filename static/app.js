@@ -1,4 +1,4 @@
-// Agent Kanban board behaviour: keeps columns in number order, catches up on reconnect,
+// Agent Kanban board behaviour: catches up on reconnect,
 // searches and filters (on the server, the socket reopened to keep to them), drags cards between columns, and flags agents that went quiet; on a
 // phone shows one column at a time (tabs) and the details as a sheet; moves cards from
 // the keyboard (a menu on each card, shortcut keys); announces pushed changes politely.
@@ -21,26 +21,6 @@
   // resume address): the extension opens what a page script gives it as is.
   function socketAddress(path) {
     return (location.protocol === "https:" ? "wss://" : "ws://") + location.host + path;
-  }
-
-  // Pushed cards are appended to their column; the page keeps each column in number
-  // order so a pushed board and a reloaded one are the same DOM.
-  function sortColumns() {
-    // Moving a node blurs it: give focus back to the card a person was on.
-    var active = document.activeElement;
-    document.querySelectorAll(".cards").forEach(function (list) {
-      var cards = Array.prototype.slice.call(list.children);
-      var sorted = true;
-      // data-sort: the number in open columns, the finishing time (newest first) in Completed.
-      var key = function (card) { return +(card.dataset.sort || card.dataset.taskId); };
-      for (var i = 1; i < cards.length; i++) {
-        if (key(cards[i - 1]) > key(cards[i])) { sorted = false; break; }
-      }
-      if (sorted) return;
-      cards.sort(function (a, b) { return key(a) - key(b); });
-      cards.forEach(function (card) { list.appendChild(card); });
-    });
-    if (active && active !== document.activeElement && active.isConnected) active.focus({ preventScroll: true });
   }
 
   // The search and filters the columns show now (the page's query string, as the server
@@ -284,6 +264,8 @@
     var active = document.activeElement;
     var card = active && active.closest && active.closest("#board .card");
     focusBefore = card ? { number: card.dataset.taskId, move: active.matches("[data-move-menu]") } : null;
+    var need = active && active.closest && active.closest("#needs .need");
+    focusedNeed = need && active === need ? need.dataset.need : null;
   }
 
   function restoreFocus() {
@@ -291,6 +273,11 @@
     focusBefore = null;
     var active = document.activeElement;
     if (active && active !== document.body && active.isConnected) return;
+    if (focusedNeed) {
+      var need = document.querySelector('#needs .need[data-need="' + focusedNeed + '"]');
+      focusedNeed = null;
+      if (need) { need.focus(); return; }
+    }
     if (followCard) {
       var moved = byId("task-" + followCard.number);
       var column = moved && moved.closest(".column");
@@ -308,40 +295,30 @@
   // ---- The detail panel, a modal sheet on narrow screens --------------------------------
 
   var placeholder = "";
-  // Set when a person asks for something shown in #detail (a click, a form, a key):
-  // then the next content opens the sheet and gets the focus. A push's refresh does not.
-  var detailWanted = 0;
+  // Set when a swap replaced what a person was on inside the panel.
   var focusDetail = false;
-
-  function wantDetail() { detailWanted = Date.now(); }
 
   function detailSheet() { return byId("detail-sheet"); }
 
-  function onDetailChanged() {
-    var detail = byId("detail");
-    if (!detail || detail.querySelector(".detail-placeholder")) return;
-    var sheet = detailSheet();
-    var wanted = detailWanted && Date.now() - detailWanted < 10000;
-    detailWanted = 0;
-    if (wanted && sheet && sheetQuery.matches && !sheet.open) sheet.showModal();
-    if (wanted || focusDetail) {
-      focusDetail = false;
-      var heading = detail.querySelector("[role=alert], .panel h2") || detail.firstElementChild;
-      if (heading) {
-        if (!heading.hasAttribute("tabindex")) heading.setAttribute("tabindex", "-1");
-        heading.focus();
-      }
-    }
+  function focusDetailHeading(detail) {
+    var heading = detail.querySelector("[role=alert], .panel h2") || detail.firstElementChild;
+    if (!heading) return;
+    if (!heading.hasAttribute("tabindex")) heading.setAttribute("tabindex", "-1");
+    heading.focus();
   }
 
   // The one way a page script shows a task in the panel (#detail), on the board and on the
   // graph: htmx asks for the address the server rendered (the panel's data-task-url, the
   // graph page's data-task-url) and swaps the answer in; #detail's hx-sync lets the newest
   // ask win. ``asked``: a person asked for it (a click, a key), so it takes the focus (on
-  // a narrow board, as a sheet); a refresh after a push leaves the focus where it is.
+  // a narrow board, as a sheet); a refresh after a push, sent from the panel itself, leaves
+  // the focus where it is (the server tells which: ``kanban:asked``, views/common.py).
   function showTask(url, asked) {
-    if (asked) wantDetail();
-    return htmx.ajax("GET", url, { source: "#detail", target: "#detail", swap: "innerHTML" });
+    // Asked from the panel's container (its targets go to the panel, so htmx names the
+    // panel in HX-Target); refreshed from the panel itself.
+    var detail = byId("detail");
+    var source = asked ? detail.parentNode.closest("[hx-target\\:inherited]") : detail;
+    return htmx.ajax("GET", url, { source: source, target: detail, swap: "innerHTML" });
   }
   window.kanban = { showTask: showTask, socketAddress: socketAddress };
 
@@ -350,7 +327,6 @@
     var detail = byId("detail");
     if (!detail) return;
     placeholder = detail.innerHTML;
-    new MutationObserver(onDetailChanged).observe(detail, { childList: true });
     // A swap replaces what a person was on inside the panel: give them its heading.
     document.addEventListener("htmx:before:swap", function (event) {
       var ctx = event.detail.ctx;
@@ -358,15 +334,18 @@
         focusDetail = true;
       }
     });
-    // Anything that answers into #detail, clicked or submitted by a person.
-    document.addEventListener("click", function (event) {
-      var el = event.target.closest &&
-        event.target.closest('a[hx-target="#detail"], button[hx-target="#detail"]');
-      if (el) wantDetail();
-    }, true);
-    document.addEventListener("submit", function (event) {
-      if (event.target.matches('form[hx-target="#detail"]')) wantDetail();
-    }, true);
+    document.addEventListener("htmx:after:swap", function (event) {
+      if (!focusDetail || event.detail.ctx.target !== detail) return;
+      focusDetail = false;
+      focusDetailHeading(detail);
+    });
+    // The server says a person asked for what the panel shows now: it takes the focus,
+    // opened as a sheet on a narrow screen.
+    detail.addEventListener("kanban:asked", function () {
+      var sheet = detailSheet();
+      if (sheet && sheetQuery.matches && !sheet.open) sheet.showModal();
+      focusDetailHeading(detail);
+    });
     var sheet = detailSheet();
     if (!sheet) return;
     document.addEventListener("click", function (event) {
@@ -537,12 +516,9 @@
       var item = event.target.closest("[data-move-to]");
       if (item) moveFromMenu(item.dataset.moveTo);
     });
-    // A refused move (4xx, the alert in the task's panel): the focus goes to the alert,
-    // not after the card (opened as a sheet on a narrow screen).
-    menu.addEventListener("htmx:response:error", function () {
-      followCard = null;
-      wantDetail();
-    });
+    // A refused move (4xx, the alert in the task's panel, which the server says a person
+    // asked for): the focus goes to the alert, not after the card.
+    menu.addEventListener("htmx:response:error", function () { followCard = null; });
     menu.addEventListener("keydown", function (event) {
       var items = menuItems();
       var i = items.indexOf(document.activeElement);
@@ -559,6 +535,133 @@
       if (menuCard && !menu.contains(event.target) && event.target !== menuCard.button) closeMoveMenu(false);
     });
     window.addEventListener("resize", function () { closeMoveMenu(false); });
+  }
+
+  // ---- The triage strip ("Needs you") ----------------------------------------------------
+
+  // A push replaces the strip whole (the same for every person): what this person folded
+  // or opened is kept here and put back after each push.
+  var openNeeds = {};
+  var focusedNeed = null;
+
+  function foldKey() { return "needs-folded:" + (board() ? board().dataset.slug : ""); }
+
+  function applyStrip() {
+    var strip = byId("needs");
+    if (!strip || !board() || !board().contains(strip)) return;
+    var folded = false;
+    try { folded = sessionStorage.getItem(foldKey()) === "1"; } catch (e) { /* no storage */ }
+    strip.classList.toggle("needs--folded", folded);
+    var toggle = strip.querySelector("[data-needs-toggle]");
+    if (toggle) toggle.setAttribute("aria-expanded", folded ? "false" : "true");
+    strip.querySelectorAll(".need[data-need]").forEach(function (item) {
+      var open = !!openNeeds[item.dataset.need];
+      item.classList.toggle("need--open", open);
+      var expand = item.querySelector("[data-need-expand]");
+      if (expand) expand.setAttribute("aria-expanded", open ? "true" : "false");
+    });
+  }
+
+  function needItems() {
+    return Array.prototype.filter.call(document.querySelectorAll("#board #needs .need[data-need]"), shown);
+  }
+
+  function toggleNeed(item) {
+    var key = item.dataset.need;
+    if (openNeeds[key]) delete openNeeds[key]; else openNeeds[key] = true;
+    applyStrip();
+    var more = item.querySelector("details.need-more");
+    // A task's "what is decided" loads when it is first opened (its details' toggle).
+    if (openNeeds[key] && more && !more.open && more.hasAttribute("hx-get")) more.open = true;
+  }
+
+  function setUpStrip() {
+    document.addEventListener("click", function (event) {
+      var toggle = event.target.closest && event.target.closest("#board [data-needs-toggle]");
+      if (toggle) {
+        var folded = !byId("needs").classList.contains("needs--folded");
+        try { sessionStorage.setItem(foldKey(), folded ? "1" : "0"); } catch (e) { /* no storage */ }
+        applyStrip();
+        return;
+      }
+      var expand = event.target.closest && event.target.closest("#board [data-need-expand]");
+      if (expand) toggleNeed(expand.closest(".need"));
+    });
+    applyStrip();
+  }
+
+  // j/k go through the strip's items, a approves the focused one, d denies it, Enter
+  // opens it; true when the key was the strip's.
+  function stripKey(event) {
+    var key = event.key;
+    var item = event.target.closest && event.target.closest("#board #needs .need");
+    if (key === "j" || key === "k") {
+      var items = needItems();
+      if (!items.length) { announce("Nothing waits for you."); return true; }
+      var at = items.indexOf(item);
+      var next = at < 0 ? (key === "j" ? 0 : items.length - 1)
+        : Math.min(items.length - 1, Math.max(0, at + (key === "j" ? 1 : -1)));
+      items[next].focus();
+      items[next].scrollIntoView({ block: "nearest" });
+      return true;
+    }
+    if (!item) return false;
+    if (key === "Enter" && event.target === item) { toggleNeed(item); return true; }
+    if (key === "a" || key === "d") {
+      var action = key === "a" ? "approve" : "deny";
+      var button = Array.prototype.find.call(item.querySelectorAll(".need-actions button[formaction]"), function (b) {
+        return /\/(approve|deny)\/$/.test(b.getAttribute("formaction")) &&
+          b.getAttribute("formaction").slice(-action.length - 2) === "/" + action + "/";
+      });
+      if (button && !button.disabled && getComputedStyle(button).display !== "none") button.click();
+      else announce("This item cannot be " + (action === "approve" ? "approved" : "denied") + " here.");
+      return true;
+    }
+    return false;
+  }
+
+  // Each column keeps the cards a reload would show: a push names its first page
+  // (#page-<column>, ``rendering.page_parts``); what the page holds past it goes, and a
+  // card of it the page lacks brings the column's first page again. A filtered page
+  // keeps its own cards (its socket sends no pages).
+  function trimColumns() {
+    if (currentFilter()) return;
+    document.querySelectorAll("#board .column-page").forEach(function (page) {
+      var cards = byId("cards-" + page.dataset.pageOf);
+      if (!cards) return;
+      var keep = {};
+      (page.dataset.numbers || "").split(" ").forEach(function (n) { if (n) keep[n] = true; });
+      var held = {};
+      Array.prototype.forEach.call(cards.querySelectorAll(":scope > .card"), function (card) {
+        if (keep[card.dataset.taskId]) held[card.dataset.taskId] = true;
+        else card.remove();
+      });
+      var missing = Object.keys(keep).some(function (n) { return !held[n]; });
+      if (missing && !cards.dataset.refetching) {
+        cards.dataset.refetching = "1";
+        htmx.ajax("GET", page.dataset.url, { source: cards, target: cards, swap: "innerHTML" })
+          .finally(function () { delete cards.dataset.refetching; });
+      }
+    });
+  }
+
+  // A held call's countdown to the board's own answer ("2:41"), a wait as a duration.
+  function showClocks() {
+    var now = Date.now();
+    document.querySelectorAll("time[data-countdown]").forEach(function (el) {
+      var left = Math.floor((Date.parse(el.getAttribute("datetime")) - now) / 1000);
+      var text = left <= 0 ? "a moment" : Math.floor(left / 60) + ":" + ("0" + (left % 60)).slice(-2);
+      if (el.textContent !== text) el.textContent = text;
+    });
+    document.querySelectorAll("#needs time[data-since]").forEach(function (el) {
+      var waited = Math.max(0, Math.floor((now - Date.parse(el.getAttribute("datetime"))) / 1000));
+      var text;
+      if (waited < 60) text = waited + " s";
+      else if (waited < 3600) text = Math.floor(waited / 60) + " min";
+      else if (waited < 86400) text = Math.floor(waited / 3600) + " h " + Math.floor((waited % 3600) / 60) + " min";
+      else text = Math.floor(waited / 86400) + " d";
+      if (el.textContent !== text) el.textContent = text;
+    });
   }
 
   // ---- Shortcut keys (listed in the "?" help) -------------------------------------------
@@ -582,8 +685,16 @@
   function onKey(event) {
     if (event.defaultPrevented || event.altKey || event.ctrlKey || event.metaKey) return;
     var target = event.target;
-    if (typing(target) || document.querySelector("dialog:modal")) return;
+    if (document.querySelector("dialog:modal")) return;
+    // Escape closes the open task's panel from anywhere in it, a field of it too (its
+    // answer may leave the focus in one).
+    if (event.key === "Escape" && target.closest && target.closest("#detail")) {
+      if (closeDetail()) event.preventDefault();
+      return;
+    }
+    if (typing(target)) return;
     if (target.closest && target.closest("#move-menu")) return;
+    if (board() && stripKey(event)) { event.preventDefault(); return; }
     var card = target.closest && target.closest("#board .card");
     var key = event.key;
     if (card) {
@@ -679,6 +790,7 @@
     // A visible-again tab reconnects without before:connection, so keep the URL current.
     event.detail.connection.url = socketUrl();
     socketFilter = currentFilter();
+    trimColumns();
     syncTabCounts();
     collectEvents();
     var open = document.querySelector("#detail [data-detail-task]");
@@ -725,8 +837,9 @@
     var el = board();
     if (!el) return;
     setUpMenu();
-    new MutationObserver(function () { sortColumns(); showLeases(); syncTabCounts(); })
+    new MutationObserver(function () { showLeases(); showClocks(); syncTabCounts(); applyStrip(); })
       .observe(el, { childList: true, subtree: true });
+    setUpStrip();
     setUpFilters();
     setUpTabs();
     setUpDragAndDrop();
@@ -736,10 +849,10 @@
       if (event.target.closest && event.target.closest("[data-shortcuts]")) openHelp();
     });
     lastProgress = progressText();
-    setInterval(showLeases, 1000);
+    setInterval(function () { showLeases(); showClocks(); }, 1000);
     showLeases();
+    showClocks();
     window.addEventListener("pageshow", function (event) { if (event.persisted) location.reload(); });
-    sortColumns();
   }
 
   // Copy buttons (the Connect page's snippets): the snippet's text, as shown.

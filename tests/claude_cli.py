@@ -1,4 +1,4 @@
-"""The real Claude Code CLI (``tests/claude``, pinned 2.1.328), run headless in tests.
+"""The real Claude Code CLI (``tests/claude``, pinned 2.1.332), run headless in tests.
 
 The CLI talks to a scripted stand-in for the Anthropic API (``tests/anthropic_standin``)
 and sends its hook calls wherever its settings say::
@@ -24,7 +24,7 @@ the stream's messages parsed, the exit status and stderr.
 It runs as root: ``--dangerously-skip-permissions`` refuses root, so a test lets the
 client allow a tool with ``allowed_tools`` and the hooks then gate it.
 
-What 2.1.328 does with hooks (checked with this harness; docs/claude-code-hooks.md has
+What 2.1.332 does with hooks (checked with this harness; docs/claude-code-hooks.md has
 the payloads): ``http`` hooks are never sent for ``SessionStart`` (nor ``Setup``), only
 ``command`` hooks; an http hook that fails (refused, 4xx/5xx, not JSON, past its
 ``timeout``) gives no verdict, so a tool the client allows runs; a ``command`` hook that
@@ -49,7 +49,7 @@ from tests.npm import npm_ci
 ROOT = Path(__file__).resolve().parent.parent
 CLAUDE_DIR = Path(__file__).resolve().parent / "claude"
 CLAUDE_BINARY = CLAUDE_DIR / "node_modules" / "@anthropic-ai" / "claude-code-linux-x64" / "claude"
-VERSION = "2.1.328"
+VERSION = "2.1.332"
 
 # The events a board listens to. Tool events take a matcher on the tool's name.
 HOOK_EVENTS = (
@@ -66,7 +66,7 @@ HOOK_EVENTS = (
     "SessionEnd",
 )
 TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest"})
-NO_HTTP_EVENTS = frozenset({"SessionStart", "Setup"})  # 2.1.328 skips http hooks on these
+NO_HTTP_EVENTS = frozenset({"SessionStart", "Setup"})  # 2.1.332 skips http hooks on these
 HTTP_EVENTS = tuple(event for event in HOOK_EVENTS if event not in NO_HTTP_EVENTS)
 GATED_EVENTS = frozenset({"PreToolUse"})
 
@@ -167,7 +167,7 @@ def run_claude(
         "DISABLE_TELEMETRY": "1",
         "DISABLE_AUTOUPDATER": "1",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        # The command hooks run `python -m boards.hook` from this checkout.
+        # The command hooks run `python -m boards.clients.forwarder` from this checkout.
         "PYTHONPATH": str(ROOT),
         **(env or {}),
     }
@@ -231,12 +231,11 @@ def http_hook_settings(
 def forwarder_command(url: str, *, timeout: int) -> str:
     """The shell command that runs ``kanban-hook`` from this checkout with this Python.
 
-    A user's settings say ``kanban-hook --url URL`` (the console script of the installed
-    project); tests run the working tree's module instead.
+    A user's settings say ``kanban-hook --url URL --client claude-code`` (the console script
+    of the installed project); tests run the working tree's module instead.
     """
-    return shlex.join(
-        [sys.executable, "-m", "boards.hook", "--url", url, "--timeout", str(timeout)]
-    )
+    module = [sys.executable, "-m", "boards.clients.forwarder"]
+    return shlex.join([*module, "--url", url, "--timeout", str(timeout), "--client", "claude-code"])
 
 
 def command_hook_settings(
@@ -252,7 +251,9 @@ def command_hook_settings(
     30 s longer, so the forwarder always answers (or blocks) before the client gives up
     on it (a killed hook gives no verdict and the call would run). Other events wait
     :data:`QUICK_SECONDS`. The forwarder reads ``KANBAN_TOKEN``/``KANBAN_AGENT`` from the
-    environment the client passes on.
+    environment the client passes on, and the board's URL from ``KANBAN_HOOK_URL``, which
+    the settings' ``"env"`` sets (as the Connect block does): ``--url`` alone never
+    configures a board.
     """
     hooks: dict[str, list[dict[str, Any]]] = {}
     for event in events:
@@ -263,4 +264,4 @@ def command_hook_settings(
             "timeout": seconds + 30,
         }
         hooks.update(_matchers([event], hook, tool_matcher))
-    return {"hooks": hooks}
+    return {"env": {"KANBAN_HOOK_URL": url}, "hooks": hooks}

@@ -3,19 +3,22 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 from django.conf import settings
-from django.test import Client
+from django.db import transaction
+from django.test import Client, override_settings
+from pytest_django.fixtures import validate_django_db
 
-from boards import events
+from boards.core import events
 from boards.models import Board, Membership, Role
 from devtools.liveserver import Cluster
 from tests.factories import make_board, make_token
@@ -45,6 +48,8 @@ def _redis_of_this_worker() -> None:
 
 
 _redis_of_this_worker()
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -179,7 +184,7 @@ def published(monkeypatch) -> list[Published]:
     """What writes broadcast, in order, as they are handed to the channel layer (after
     commit; run the write in ``django_capture_on_commit_callbacks(execute=True)``). Like
     zulip's ``capture_send_event_calls``: a test asserts the pushes a change makes without
-    reaching into ``boards.events``; the updates are still sent."""
+    reaching into ``boards.core.events``; the updates are still sent."""
     sent: list[Published] = []
     deliver = events._deliver
 
@@ -203,6 +208,63 @@ def pushes_sent_in_the_write(settings):
 def fast_password_hashing(settings):
     """Personas' passwords are hashed once per test; the default hasher is slow on purpose."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+# Closers of the data ``built_once`` holds open, newest last.
+_built: list[Callable[[], None]] = []
+
+
+def built_once(django_db_blocker, build: Callable[[], T]) -> Iterator[T]:
+    """What ``build`` makes, kept for a module's tests and rolled back after the last:
+    ``setUpTestData`` for a module-scoped fixture (``yield from built_once(...)``).
+
+    It is built inside a transaction left open; each test's own transaction (the ``db``
+    fixture) is then a savepoint in it, so a test's writes are undone before the next
+    test and only ``build``'s remain. A transactional test (``transaction=True``) ends
+    it first (``pytest_runtest_setup``): its second connection would wait on the open
+    transaction. pytest-django runs those after every other database test, so no test
+    of the module needs the data after that. The settings the autouse fixtures give
+    every test apply while it is built too."""
+    kept = transaction.atomic()
+    with (
+        django_db_blocker.unblock(),
+        override_settings(
+            PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"],
+            KANBAN_PUSH_IN_BACKGROUND=False,
+        ),
+    ):
+        kept.__enter__()
+        try:
+            made = build()
+        except BaseException:
+            kept.__exit__(*sys.exc_info())
+            raise
+
+    def close() -> None:
+        if close in _built:
+            _built.remove(close)
+            with django_db_blocker.unblock():
+                transaction.set_rollback(True)
+                kept.__exit__(None, None, None)
+
+    _built.append(close)
+    # The database is blocked again between the tests: one that does not ask for ``db``
+    # still may not touch it.
+    try:
+        yield made
+    finally:
+        close()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    marker = item.get_closest_marker("django_db")
+    transactional = bool(marker and validate_django_db(marker)[0]) or any(
+        name in item.fixturenames for name in ("transactional_db", "live_server")
+    )
+    if transactional:
+        for close in reversed(list(_built)):
+            close()
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from boards import services
+from boards.core import services
 from boards.models import Board, Task
 
 

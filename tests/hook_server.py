@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import threading
 import time
@@ -54,12 +56,14 @@ def allow(reason: str = "") -> dict[str, Any]:
 class HookServer:
     """Answers a call with ``answers[its hook_event_name]`` (JSON), else ``{}``, with
     ``status``; ``body`` (bytes), when set, is sent instead. Holds calls while ``hold`` is
-    set."""
+    set. Like the board, it proves its answer (``X-Kanban-Proof``, keyed with the call's
+    bearer token) unless ``proof`` says what to send instead ("" for none)."""
 
     answers: dict[str, Any] = field(default_factory=dict)
     status: int = 200
     body: bytes | None = None
     hold: threading.Event = field(default_factory=threading.Event)
+    proof: str | None = None
     calls: list[HookCall] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -91,6 +95,12 @@ class HookServer:
                         self.send_header("Location", "/elsewhere")
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(body)))
+                    token = call.headers.get("Authorization", "").removeprefix("Bearer ")
+                    proof = server.proof
+                    if proof is None and token:
+                        proof = hmac.new(token.encode(), body, hashlib.sha256).hexdigest()
+                    if proof:
+                        self.send_header("X-Kanban-Proof", proof)
                     self.end_headers()
                     self.wfile.write(body)
                 except (BrokenPipeError, ConnectionResetError):

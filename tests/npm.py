@@ -49,16 +49,24 @@ def npm_ci(directory: Path) -> Path:
     with lock.open("w") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
         if not node_modules_current(directory):
-            result = subprocess.run(
-                ["npm", "ci", "--prefix", str(directory), "--no-audit", "--no-fund"],
-                capture_output=True,
-                text=True,
-                timeout=NPM_CI_SECONDS,
-                check=False,
-            )
+            result = _npm("ci", directory)
+            if result.returncode != 0 and "EUSAGE" in result.stderr:
+                # The lock lists other platforms' optional packages this registry lacks
+                # (Qwen Code, opencode): npm install keeps to the lock's versions.
+                result = _npm("install", directory, "--no-save")
             if result.returncode != 0 or not node_modules_current(directory):
                 raise RuntimeError(
                     f"npm ci in {directory} failed ({result.returncode}):\n"
                     f"{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
                 )
     return directory
+
+
+def _npm(command: str, directory: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["npm", command, "--prefix", str(directory), "--no-audit", "--no-fund", *extra],
+        capture_output=True,
+        text=True,
+        timeout=NPM_CI_SECONDS,
+        check=False,
+    )

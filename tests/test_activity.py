@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from asgiref.sync import sync_to_async
 
-from boards import services
-from boards.activity import describe, signal_of
+from boards.core import services
+from boards.core.activity import describe, signal_of
 from boards.models import Event
 from tests.test_consumers import connected_at_current_seq
 from tests.test_leases import lapse

@@ -9,8 +9,9 @@ from decimal import Decimal
 import pytest
 from django.test import Client
 
-from boards import services
+from boards.core import services
 from boards.models import AgentToken, Board, Event, Webhook
+from boards.webhooks import subscriptions
 from tests.factories import make_task
 
 HTMX = {"HX-Request": "true"}
@@ -101,6 +102,35 @@ def test_the_settings_page_shows_the_boards_values(board, person_client):
     assert "aria-invalid" not in html
 
 
+def test_step_up_approvals_are_ticked_and_unticked_on_the_settings_page(board, person_client):
+    html = text(person_client.get("/boards/team/settings/"))
+    box = re.search(r'<input type="checkbox" name="stepUpApprovals"[^>]*>', html)
+    assert box and "checked" not in box.group(0)
+    hidden = html.index('<input type="hidden" name="stepUpApprovals" value="">')
+    assert hidden < box.start()  # posted first: the box, when ticked, is the value read
+    page = {"maxAttempts": "3", "stepUpApprovals": ["", "on"]}  # the hidden input, the box
+    assert person_client.post("/boards/team/settings/", page).status_code == 302
+    board.refresh_from_db()
+    assert board.step_up_approvals is True
+    html = text(person_client.get("/boards/team/settings/"))
+    assert re.search(r'<input type="checkbox" name="stepUpApprovals"[^>]*checked', html)
+    # Unticked: only the hidden input is posted, which turns it off.
+    page = {"maxAttempts": "3", "stepUpApprovals": ""}
+    assert person_client.post("/boards/team/settings/", page).status_code == 302
+    board.refresh_from_db()
+    assert board.step_up_approvals is False
+    changes = [e.data["fields"] for e in Event.objects.filter(board=board, kind="settings")]
+    assert changes == [
+        {"stepUpApprovals": {"from": False, "to": True}},
+        {"stepUpApprovals": {"from": True, "to": False}},
+    ]
+    # A post that leaves it out (a script's) keeps it.
+    services.board_settings(board=board, actor="pat", stepUpApprovals=True)
+    assert person_client.post("/boards/team/settings/", {"maxAttempts": "4"}).status_code == 302
+    board.refresh_from_db()
+    assert board.step_up_approvals is True
+
+
 # -- the refusal path -----------------------------------------------------------------------
 
 
@@ -172,7 +202,7 @@ def test_the_graphs_json_refuses_in_the_apis_shape(board, person_client):
 
 
 def test_a_webhook_button_with_no_endpoint_number_is_refused_by_the_form(board, person_client):
-    services.webhook_add(board=board, actor="pat", url="https://example.com/h")
+    subscriptions.webhook_add(board=board, actor="pat", url="https://example.com/h")
     before = list(Webhook.objects.values_list("pk", "active", "secret"))
     response = person_client.post("/boards/team/webhooks/", {"action": "pause", "webhook": "x"})
     assert response.status_code == 400
@@ -218,7 +248,7 @@ def _webhook(client: Client) -> str:
 
 
 def _rotated(client: Client) -> str:
-    hook, _ = services.webhook_add(board=Board.objects.get(), actor="pat", url="https://x.io/")
+    hook, _ = subscriptions.webhook_add(board=Board.objects.get(), actor="pat", url="https://x.io/")
     client.post("/boards/team/webhooks/", {"action": "rotate", "webhook": hook.pk})
     return r"data-new-secret>([0-9a-f]{64})</pre>"
 

@@ -14,9 +14,10 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from jsonschema import Draft202012Validator
 
-from boards import auth, schemas, services
+from boards.agents import schemas
+from boards.agents.pipeline import listed, lookup
+from boards.core import auth, services
 from boards.models import Agent, Task
-from boards.tools import listed, lookup
 from tests.factories import make_board, make_task, make_token
 from tests.test_input import _mcp_post
 

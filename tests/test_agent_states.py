@@ -9,7 +9,7 @@ from datetime import timedelta
 from django.test import Client
 from django.utils import timezone
 
-from boards import services
+from boards.core import services
 from boards.models import Agent, Board, Event
 from tests.factories import make_token
 

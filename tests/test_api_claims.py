@@ -1,6 +1,6 @@
 """TaskClaim and TaskReassign (SPEC §3 rule 4, seed 002's claim rules), and the approval gate."""
 
-from boards import services
+from boards.core import services
 from boards.models import Task
 
 

@@ -5,7 +5,7 @@ import json
 import pytest
 from django.test import Client
 
-from boards import services
+from boards.core import services
 from boards.models import Event, Task
 
 

@@ -241,7 +241,7 @@ def test_tree_orders_children_under_parents_with_depth(alice):
 
 
 def test_reset_deletes_every_task_and_restarts_numbering(alice, board):
-    from boards import services
+    from boards.core import services
 
     alice.create("A")
     alice.create("B")

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from boards import selectors, services
+from boards.core import services
 from boards.models import Task
+from boards.needs import reads
 
 
 def test_an_approval_is_for_what_was_asked_and_a_rewrite_asks_again(alice, board):
@@ -53,7 +54,7 @@ def test_a_waiting_request_stays_on_the_board_when_the_agent_tries_to_finish(ali
     for body in ({"status": "completed"}, {"status": "deleted"}):
         refused = alice.call("TaskUpdate", {"taskId": "1", **body})
         assert (refused.status, refused.error["code"]) == (409, "awaiting_approval")
-    waiting = [(i.task_id, i.reason) for i in selectors.needs_you([board])]
+    waiting = [(i.task_id, i.reason) for i in reads.needs_you([board])]
     assert waiting == [(1, "approval")]
     claim = bob.call("TaskClaim", {"taskId": "2"})
     assert (claim.status, claim.error["code"]) == (409, "blocked")

@@ -10,9 +10,9 @@ from channels.db import database_sync_to_async
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from boards import services
+from boards.core import services
+from boards.core.selectors import COLUMN_PAGE
 from boards.models import Board, Membership, Role, Task
-from boards.selectors import COLUMN_PAGE
 from tests.conftest import Opener
 from tests.factories import make_board, make_task
 

@@ -1,4 +1,4 @@
-"""The real Claude Code CLI (2.1.328) against a stand-in board: what its hooks send, and
+"""The real Claude Code CLI (2.1.332) against a stand-in board: what its hooks send, and
 what it does with the answers. These prove the harness (``tests/claude_cli.py``,
 ``tests/anthropic_standin.py``, ``tests/hook_server.py``) and pin the client behaviour
 the board's hook endpoint relies on (docs/claude-code-hooks.md); the board's own
@@ -11,7 +11,7 @@ end-to-end tests use the same harness.
 - a command hook (the forwarder) blocks the call while the board cannot be reached, and
   the model reads the forwarder's one line naming the board;
 - through the forwarder the board's answers are obeyed as the http hook's are, and it
-  sees SessionStart, which 2.1.328 never sends to an http hook;
+  sees SessionStart, which 2.1.332 never sends to an http hook;
 - a call the board holds is waited for (allow then runs it), and one held past the
   forwarder's ``--timeout`` is blocked, before the client's own hook timeout (30 s
   later) could let it run.
@@ -179,7 +179,7 @@ def test_a_held_call_past_the_forwarders_timeout_is_blocked(board, tmp_path):
 
     assert not (run.project / "made").exists()
     assert api.tool_results()[0].text.endswith(
-        "(no answer within 2 s), so this tool call is blocked until it can be.\n"
+        "gave no verdict (no answer within 2 s), so this tool call is blocked.\n"
     )
 
 

@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 from django.test import Client
 
-from boards import services
+from boards.core import services
 from boards.models import Task
 from tests.factories import make_board, make_token
 

@@ -6,7 +6,7 @@ import html
 import json
 import re
 
-from boards import auth
+from boards.core import auth
 from boards.models import AgentToken
 
 

@@ -13,7 +13,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.test import Client
 
-from boards import services
+from boards.core import services
 from boards.models import Board, Membership, Role
 from tests.conftest import HOST, ORIGIN, Opener
 
@@ -147,7 +147,7 @@ async def test_change_made_through_the_service_pushes_the_card(open_socket, boar
     assert 'id="task-1"' in frame
     assert 'data-task-id="1"' in frame
     assert "hx-swap-oob" in frame
-    assert 'hx-swap-oob="beforeend:#cards-pending"' in frame
+    assert '<hx-upsert hx-target="#cards-pending" key="data-sort" sort>' in frame
     assert "Write docs" in frame
     assert seq_in(frame) == 2
 
@@ -165,7 +165,9 @@ async def test_completing_a_blocker_moves_its_dependent_from_blocked_to_pending(
     assert '<div id="task-1" hx-swap-oob="delete"></div>' in frame
     assert '<div id="task-2" hx-swap-oob="delete"></div>' in frame
     moved = frame[frame.index('<div id="task-2"') :]
-    assert moved.index('hx-swap-oob="beforeend:#cards-pending"') < moved.index('data-task-id="2"')
+    assert moved.index('<hx-upsert hx-target="#cards-pending" key="data-sort" sort>') < moved.index(
+        'data-task-id="2"'
+    )
     assert re.search(r'id="count-blocked" class="count"[^>]*hx-swap-oob="true">0<', frame)
 
 

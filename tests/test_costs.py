@@ -8,7 +8,7 @@ from decimal import Decimal
 import pytest
 from django.test import Client
 
-from boards import services
+from boards.core import services
 from boards.models import Board, Task, Usage
 from tests.factories import make_board, make_token
 from tests.test_concurrency import post, run_in_threads

@@ -21,7 +21,7 @@ from urllib.parse import parse_qsl, urljoin, urlsplit
 import pytest
 from django.test import Client
 
-from boards import services
+from boards.core import services
 from boards.models import (
     AgentToken,
     Board,
@@ -33,6 +33,7 @@ from boards.models import (
     Task,
     Webhook,
 )
+from boards.webhooks import subscriptions
 from tests.factories import make_task, make_token
 
 pytestmark = pytest.mark.slow
@@ -184,8 +185,10 @@ def scene(board, django_user_model) -> Board:
     services.task_claim(board=board, agent="alice", task_id=done.number)
     services.task_update(board=board, actor="alice", task_id=done.number, status="completed")
     services.message_send(board=board, sender="pat", recipient="alice", body="hi", task_id=1)
-    hook, _ = services.webhook_add(board=board, actor="pat", url="https://example.com/h", kinds=[])
-    services.webhook_test(board=board, actor="pat", webhook_id=hook.pk)
+    hook, _ = subscriptions.webhook_add(
+        board=board, actor="pat", url="https://example.com/h", kinds=[]
+    )
+    subscriptions.webhook_test(board=board, actor="pat", webhook_id=hook.pk)
     django_user_model.objects.create_user("sam", password="pw-sam-1234")
     return board
 

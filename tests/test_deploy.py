@@ -144,10 +144,10 @@ def test_weak_passwords_are_refused_by_the_validators(db):
 def test_a_server_holds_one_idle_sqlite_connection_and_never_creates_the_file(
     db, monkeypatch, tmp_path
 ):
-    """Held open, it keeps each request's closing from checkpointing the log (boards.storage)."""
+    """Held open, it keeps each request's closing from checkpointing the log (boards.core.storage)."""
     from django.db import connection
 
-    from boards import storage
+    from boards.core import storage
 
     monkeypatch.setattr(storage, "_held", None)
     if connection.vendor != "sqlite":

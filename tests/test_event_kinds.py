@@ -9,13 +9,15 @@ import json
 from pathlib import Path
 
 import boards
-from boards.activity import describe
+from boards.core.activity import describe
+from boards.core.states import EventKind
 from boards.models import Event
-from boards.states import EventKind
 
 BOARDS = Path(boards.__file__).parent
 # The lead's file, not yet switched (issue #28): its kinds are written as strings.
 NOT_YET_SWITCHED: set[str] = set()
+# Where services record events: the core's write path and the parts' own services.
+WRITE_PATHS = ("core/services/", "needs/", "clients/", "webhooks/")
 
 
 def _kind_arguments() -> list[tuple[str, int, ast.expr]]:
@@ -30,7 +32,7 @@ def _kind_arguments() -> list[tuple[str, int, ast.expr]]:
             if not isinstance(node, ast.Call):
                 continue
             callee = getattr(node.func, "attr", getattr(node.func, "id", None))
-            if callee == "record" and node.args and name.startswith("services/"):
+            if callee == "record" and node.args and name.startswith(WRITE_PATHS):
                 found.append((name, node.lineno, node.args[0]))
             elif callee == "save_task" and len(node.args) > 1:
                 found.append((name, node.lineno, node.args[1]))

@@ -2,8 +2,8 @@
 
 import pytest
 
-from boards import events, services
-from boards.errors import Conflict
+from boards.core import events, services
+from boards.core.errors import Conflict
 from boards.models import Event, Task
 from tests.factories import make_task
 

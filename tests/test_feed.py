@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from boards import services
+from boards.core import services
 from boards.models import Delivery, Event, Subscription, Webhook
 from tests.factories import make_token
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from boards import services
+from boards.core import services
 
 
 def graph(client, query: str = "") -> dict:

@@ -16,7 +16,8 @@ from asgiref.sync import sync_to_async
 from django.test import AsyncClient, Client
 from django.utils import timezone
 
-from boards import gates, services
+from boards.clients import sessions
+from boards.core import gates, services
 from boards.models import Board, CallState, ClientSession, Event, GateRule, ToolCall
 from tests.factories import make_board, make_token
 
@@ -292,7 +293,7 @@ async def test_an_ask_holds_the_call_until_a_person_approves_with_a_note(token_a
     assert session.state == "waiting"
     assert not waiting.done()
 
-    await sync_to_async(services.tool_call_decide)(
+    await sync_to_async(sessions.tool_call_decide)(
         board=board, person="pat", call_id=call.pk, approve=True, note="fine, it is a build dir"
     )
     status, answer = await asyncio.wait_for(waiting, 10)
@@ -312,14 +313,14 @@ async def test_a_denial_answers_deny_with_the_persons_note_as_the_reason(token_a
     board, token = token_async
     waiting = asyncio.ensure_future(send_async(token, bash("git push --force")))
     call = await _held(board)
-    await sync_to_async(services.tool_call_decide)(
+    await sync_to_async(sessions.tool_call_decide)(
         board=board, person="pat", call_id=call.pk, approve=False, note="never force-push main"
     )
     verdict, reason = decision((await asyncio.wait_for(waiting, 10))[1])
     assert verdict == "deny"
     assert "never force-push main" in reason
     with pytest.raises(Exception, match="already decided"):
-        await sync_to_async(services.tool_call_decide)(
+        await sync_to_async(sessions.tool_call_decide)(
             board=board, person="pat", call_id=call.pk, approve=True
         )
 
@@ -340,9 +341,9 @@ async def test_a_held_call_nobody_answers_ends_with_the_fallback_at_its_wait(tok
 
 
 def test_the_sweeper_ends_calls_whose_client_went_away(board, token):
-    services.session_event(board=board, agent="claude", event=bash("rm -rf /tmp/x"))
+    sessions.session_event(board=board, agent="claude", event=bash("rm -rf /tmp/x"))
     ToolCall.objects.update(deadline=timezone.now() - timedelta(seconds=30))
-    assert services.tool_calls_expire() == 1
+    assert sessions.tool_calls_expire() == 1
     assert ToolCall.objects.get().state == "expired"
     assert ClientSession.objects.get().calls[-1]["outcome"] == "denied"
 
@@ -350,7 +351,7 @@ def test_the_sweeper_ends_calls_whose_client_went_away(board, token):
 def test_a_person_decides_from_the_board_and_the_strip_shows_who_what_where(
     board, token, person_client
 ):
-    services.session_event(board=board, agent="claude", event=bash("git push origin main"))
+    sessions.session_event(board=board, agent="claude", event=bash("git push origin main"))
     call = ToolCall.objects.get()
     page = person_client.get("/boards/team/").content.decode()
     assert "git push origin main" in page and CWD in page and "claude" in page
@@ -369,7 +370,7 @@ def test_a_person_decides_from_the_board_and_the_strip_shows_who_what_where(
 def test_a_viewer_cannot_decide_a_held_call(board, token, django_user_model):
     from boards.models import Membership, Role
 
-    services.session_event(board=board, agent="claude", event=bash("git push"))
+    sessions.session_event(board=board, agent="claude", event=bash("git push"))
     call = ToolCall.objects.get()
     viewer = django_user_model.objects.create_user(username="vic", password="pw-vic-123")
     Membership.objects.create(board=board, user=viewer, role=Role.OPERATOR)

@@ -1,5 +1,5 @@
 """Numbers, days, amounts and JSON bodies from outside are read by one strict parser
-(``boards.numbers``, ``boards.edge.json_problem``) on every door: digits of another
+(``boards.core.numbers``, ``boards.core.edge.json_problem``) on every door: digits of another
 script are refused by name instead of read as another task ("٣" is not task 3) or
 answered with a 500 ("²"); years far off, NaN and Infinity, and bodies nested past
 any tool's needs are 400s, and a refused input changes nothing (issue #23, item 6).
@@ -17,12 +17,13 @@ from channels.db import database_sync_to_async
 from channels.testing import HttpCommunicator
 from pydantic import TypeAdapter, ValidationError
 
-from boards import edge, numbers, services
-from boards.converters import NumberConverter
-from boards.errors import InvalidInput
+from boards.agents.schemas import TaskId
+from boards.core import edge, numbers, services
+from boards.core.errors import InvalidInput
+from boards.core.services.boards import BUDGET_MAX
 from boards.models import Board, Event, Membership, Role, Task, Webhook
-from boards.schemas import TaskId
-from boards.services.boards import BUDGET_MAX
+from boards.web.converters import NumberConverter
+from boards.webhooks import subscriptions
 from tests.factories import make_task, make_token
 
 # "²" passes str.isdigit() and int() refuses it; "٣" and "１０" int() reads as 3 and 10.
@@ -426,7 +427,7 @@ def test_a_board_setting_in_ascii_digits_is_still_saved(scene, person_client):
 @pytest.mark.parametrize("hook", ["²", "٣", "-1", "", "9" * 5000])
 @pytest.mark.parametrize("action", ["pause", "rotate", "remove", "test"])
 def test_webhook_actions_refuse_an_id_they_cannot_read(scene, person_client, action, hook):
-    services.webhook_add(board=scene, actor="pat", url="https://example.com/hook", kinds=[])
+    subscriptions.webhook_add(board=scene, actor="pat", url="https://example.com/hook", kinds=[])
     before = (_state(scene), list(Webhook.objects.values_list("pk", "active", "secret")))
     response = person_client.post("/boards/team/webhooks/", {"action": action, "webhook": hook})
     assert response.status_code == 400

@@ -15,8 +15,8 @@ from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
 
-from boards import services
-from boards.errors import Gone
+from boards.core import services
+from boards.core.errors import Gone
 from boards.models import Event, Invite, Membership, Role, hash_token
 
 PASSWORD = "a-long-unusual-passphrase-42"

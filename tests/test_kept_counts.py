@@ -9,10 +9,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from boards import selectors, services
-from boards.errors import ServiceError
+from boards.core import selectors, services
+from boards.core.errors import ServiceError
+from boards.core.services.counts import recount
 from boards.models import Task
-from boards.services.counts import recount
+from boards.needs import decisions
 from tests.factories import make_board, make_task
 
 from .test_concurrency import run_in_threads
@@ -48,7 +49,7 @@ def one_write(board, rng: random.Random) -> None:
             status = "completed" if kind == "complete" else "failed"
             services.task_update(board=board, actor=owner, task_id=pick, status=status)
         elif kind == "retry":
-            services.reopen(board=board, person="pat", task_id=pick)
+            decisions.reopen(board=board, person="pat", task_id=pick)
         elif kind == "delete":
             services.task_delete(board=board, actor="pat", person=True, task_id=pick)
         elif kind == "reclaim":
@@ -80,7 +81,7 @@ def test_counts_stay_exact_through_a_random_mix_of_writes(db):
     for step in range(300):
         one_write(board, rng)
         if step % 25 == 24:
-            services.needs_sweep(now=timezone.now() + timedelta(hours=1))
+            decisions.needs_sweep(now=timezone.now() + timedelta(hours=1))
             assert recount(board) == {}, f"drift after step {step}"
     board.refresh_from_db()
     counts = selectors.board_counts(board)

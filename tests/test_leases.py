@@ -12,8 +12,8 @@ from datetime import datetime, timedelta
 import pytest
 from django.utils import timezone
 
-from boards import services
-from boards.limits import LEASE_MAX, LEASE_MIN
+from boards.core import services
+from boards.core.limits import LEASE_MAX, LEASE_MIN
 from boards.models import Attempt, Board, Event, Task
 from tests.test_concurrency import post, run_in_threads
 
@@ -330,7 +330,7 @@ def test_wip_limits_refuse_a_claim_naming_the_limit_and_what_is_held(alice, bob,
 
 
 def test_board_settings_are_checked(board):
-    from boards.errors import InvalidInput
+    from boards.core.errors import InvalidInput
 
     for bad in ({"maxAttempts": 0}, {"leaseSeconds": 10**9}, {"maxInProgress": True}):
         with pytest.raises(InvalidInput):
@@ -394,7 +394,7 @@ def test_the_board_shows_stuck_apart_and_lists_tasks_that_need_attention(
 
 @pytest.mark.parametrize("seconds", [LEASE_MIN - 1, LEASE_MAX + 1])
 def test_a_board_lease_takes_the_bounds_a_claim_takes(board, alice, seconds):
-    from boards.errors import InvalidInput
+    from boards.core.errors import InvalidInput
 
     with pytest.raises(InvalidInput, match="leaseSeconds"):
         services.board_settings(board=board, actor="pat", leaseSeconds=seconds)

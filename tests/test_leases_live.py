@@ -8,6 +8,7 @@ both sweep. The tests wait by reading the servers' database, never by calling th
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +23,27 @@ LEASE = 2  # seconds: the servers' KANBAN_LEASE_SECONDS
 RECLAIMED = (
     "SELECT count(*), count(DISTINCT task_number) FROM boards_event WHERE kind = 'reclaimed'"
 )
+
+
+# The board and both agents' tokens in one manage.py process (each costs Django's start).
+SETUP = """
+import io, json
+from django.core.management import call_command
+
+def run(*args):
+    out = io.StringIO()
+    call_command(*args, stdout=out)
+    return out.getvalue().strip().splitlines()[-1]
+
+run("createboard", "leases")
+print(json.dumps([run("issuetoken", "leases", agent) for agent in ("silent", "observer")]))
+"""
+
+
+def _board_and_tokens(cluster: Cluster) -> tuple[str, str]:
+    """Board ``leases``, and the tokens of ``silent`` and ``observer`` on it."""
+    silent, observer = json.loads(cluster.manage("shell", "-c", SETUP).splitlines()[-1])
+    return silent, observer
 
 
 @pytest.fixture
@@ -67,9 +89,7 @@ def test_a_silent_agents_work_returns_to_pending_with_no_request(tmp_path, clust
     cluster = Cluster(tmp_path, backend="sqlite", env={"KANBAN_LEASE_SECONDS": str(LEASE)})
     clusters.append(cluster)
     base = cluster.start()
-    cluster.board("leases")
-    silent = cluster.token("leases", "silent")
-    observer = cluster.token("leases", "observer")
+    silent, observer = _board_and_tokens(cluster)
     _claim_all(base, silent, 3)
 
     # The scenario is silence: nobody calls the server while the leases run out.
@@ -91,9 +111,7 @@ def test_two_processes_reclaim_each_lapsed_lease_exactly_once(tmp_path, clusters
     cluster = Cluster(tmp_path, backend="postgresql", env={"KANBAN_LEASE_SECONDS": str(LEASE)})
     clusters.append(cluster)
     a, b = cluster.start(), cluster.start()
-    cluster.board("leases")
-    silent = cluster.token("leases", "silent")
-    observer = cluster.token("leases", "observer")
+    silent, observer = _board_and_tokens(cluster)
     _claim_all(a, silent, 20)
 
     # Silence, while both processes sweep, until every task has been reclaimed.

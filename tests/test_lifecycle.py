@@ -17,10 +17,11 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.test import Client
 
-from boards import mcp, services
-from boards.auth import Caller
+from boards.agents import mcp
+from boards.core import services
+from boards.core.auth import Caller
+from boards.core.services.lifecycle import TRANSITIONS
 from boards.models import Board, Event, Task
-from boards.services.lifecycle import TRANSITIONS
 from tests.factories import make_task
 
 AGENT = "alice"

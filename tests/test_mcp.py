@@ -22,7 +22,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.types.version import LATEST_HANDSHAKE_VERSION, LATEST_MODERN_VERSION
 
-from boards.tools import listed, lookup
+from boards.agents.pipeline import listed, lookup
 from devtools.liveserver import Cluster
 
 # One server for the module (``live``): with -n, its tests run on one worker.
@@ -32,7 +32,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_mcp")]
 SETUP = """
 import io, json
 from django.core.management import call_command
-from boards import services
+from boards.core import services
 from boards.models import AgentToken, hash_token
 
 def run(*args, **options):
@@ -217,12 +217,13 @@ async def test_a_message_from_a_person_during_a_watch_is_told_in_its_progress(
 ) -> None:
     """No stream carries resource notifications here: the progress message counts the inbox."""
     messages: list[str] = []
+    unread = "; 1 unread message (InboxRead)"
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         messages.append(message or "")
 
     send = (
-        "from boards import services\n"
+        "from boards.core import services\n"
         "from boards.models import Board\n"
         "services.message_send(board=Board.objects.get(slug='wait'), sender='pat', "
         "recipient='alice', body='Stop after this one')"
@@ -235,11 +236,19 @@ async def test_a_message_from_a_person_during_a_watch_is_told_in_its_progress(
         )
         await asyncio.to_thread(live.cluster.manage, "shell", "-c", send)
         told = len(messages)
+
+        async def told_of_it() -> None:
+            while not (len(messages) > told and messages[-1].endswith(unread)):
+                await asyncio.sleep(0.05)
+
+        await asyncio.wait_for(told_of_it(), timeout=5)
+        # Told: the change ends the watch now instead of at its timeout.
+        ended = {"taskId": arguments["taskId"], "status": "completed"}
+        assert payload(await client.call_tool("TaskUpdate", ended))["unreadMessages"] == 1
         result = await watch
         await call(client, "InboxRead", {"ack": True})
     assert "unread" not in messages[0]
-    assert len(messages) > told
-    assert messages[-1].endswith("; 1 unread message (InboxRead)")
+    assert payload(result)["timedOut"] is False
     assert payload(result)["unreadMessages"] == 1
 
 

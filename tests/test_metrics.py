@@ -9,8 +9,8 @@ import pytest
 from django.http import QueryDict
 from django.utils import timezone
 
-from boards import services
-from boards.metrics import (
+from boards.core import services
+from boards.core.metrics import (
     duration,
     histogram,
     metrics,

@@ -14,8 +14,11 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from boards import permissions, rendering, services
+from boards.core import services
 from boards.models import Event, Membership, Message, Role, Task
+from boards.needs import decisions, reads
+from boards.needs.inbox import inbox_counts, inbox_items
+from boards.web import rendering
 from tests.factories import make_task
 
 
@@ -58,7 +61,7 @@ def test_a_first_failure_may_be_retried_within_the_grace_then_needs_a_person(
     assert "may be retried" in card
 
     # The grace ends with no other write: the sweeper records it.
-    assert services.needs_sweep(now=later(board)) == 1
+    assert decisions.needs_sweep(now=later(board)) == 1
     assert needs(board, 1) == "failed"
     assert alice.call("TaskGet", {"taskId": "2"}).body["task"]["stuck"] is True
     event = Event.objects.filter(board=board, kind="needs_attention").get()
@@ -69,7 +72,7 @@ def test_a_first_failure_may_be_retried_within_the_grace_then_needs_a_person(
     assert item["recommended"]["url"] == "/boards/team/tasks/1/retry/"
     assert [a["action"] for a in item["actions"]][:2] == ["skip", "cancel-chain"]
     # A second sweep finds nothing new: no event twice.
-    assert services.needs_sweep(now=later(board, 5)) == 0
+    assert decisions.needs_sweep(now=later(board, 5)) == 0
     assert Event.objects.filter(board=board, kind="needs_attention").count() == 1
 
 
@@ -78,7 +81,7 @@ def test_an_agent_that_retries_within_the_grace_never_reaches_a_person(alice, bo
     alice.create("Ship", blockedBy=["1"])
     fail(alice, "1")
     assert alice.call("TaskUpdate", {"taskId": "1", "status": "pending"}).status == 200
-    assert services.needs_sweep(now=later(board)) == 0
+    assert decisions.needs_sweep(now=later(board)) == 0
     assert needs(board, 1) == ""
     assert not Event.objects.filter(kind="needs_attention").exists()
 
@@ -87,7 +90,7 @@ def test_a_failure_nothing_waits_on_asks_nobody_until_its_attempts_are_used_up(a
     services.board_settings(board=board, actor="pat", maxAttempts=2)
     alice.create("Leaf")
     fail(alice, "1")
-    assert services.needs_sweep(now=later(board)) == 0 and needs(board, 1) == ""
+    assert decisions.needs_sweep(now=later(board)) == 0 and needs(board, 1) == ""
     assert alice.call("TaskUpdate", {"taskId": "1", "status": "pending"}).status == 200
     fail(alice, "1")
     assert needs(board, 1) == "failed"  # at once: the agent may not retry it any more
@@ -99,7 +102,7 @@ def test_go_on_without_it_lets_an_agent_claim_the_dependent_and_tells_the_agents
     alice.create("Build")  # 1
     alice.create("Ship", blockedBy=["1"])  # 2
     fail(alice, "1")
-    services.needs_sweep(now=later(board))
+    decisions.needs_sweep(now=later(board))
     assert bob.call("TaskClaim", {}).body.get("task") is None  # nothing ready
 
     done = person_client.post("/boards/team/tasks/1/skip/", {"note": "ship without it"})
@@ -129,9 +132,17 @@ def test_cancel_the_chain_cancels_every_unfinished_task_downstream(alice, board,
     alice.create("Announce", blockedBy=["2"])  # 3
     alice.create("Unrelated")  # 4
     fail(alice, "1")
-    services.needs_sweep(now=later(board))
+    decisions.needs_sweep(now=later(board))
 
-    person_client.post("/boards/team/tasks/1/cancel-chain/", {"note": "plan changed"})
+    # Asked from the inbox: the task's panel shows what it cancels, and posts that back.
+    asked = person_client.post("/boards/team/tasks/1/cancel-chain/", {"note": "plan changed"})
+    assert asked.headers["Location"] == "/boards/team/tasks/1/"
+    assert board.tasks.get(number=2).status == "pending"
+    panel = person_client.get("/boards/team/tasks/1/").content.decode()
+    assert 'name="chain" value="2 3"' in panel
+    person_client.post(
+        "/boards/team/tasks/1/cancel-chain/", {"note": "plan changed", "chain": "2 3"}
+    )
     statuses = dict(board.tasks.values_list("number", "status"))
     assert statuses == {1: "failed", 2: "cancelled", 3: "cancelled", 4: "pending"}
     assert inbox(person_client)["count"] == 0  # nothing is left waiting on anything
@@ -210,7 +221,7 @@ def test_desktop_notifications_come_from_the_inbox_by_each_boards_choices(
 ):
     make_task(board, "Deploy", requires_approval=True)
     assert alice.call("TaskClaim", {"taskId": "1"}).status == 202
-    items = permissions.inbox(person)
+    items = inbox_items(person)
     pushed = rendering.inbox_parts(items, person, count_only=True)
     assert 'id="inbox-count"' in pushed and 'id="inbox-list"' not in pushed
     assert 'data-need="team:task-1:approval"' in pushed  # the defaults notify of approvals
@@ -218,13 +229,13 @@ def test_desktop_notifications_come_from_the_inbox_by_each_boards_choices(
     # The person chose only completions on this board: the item still counts, but tells
     # nobody.
     person_client.post("/boards/team/notify/", {"kinds": ["completed"]})
-    pushed = rendering.inbox_parts(permissions.inbox(person), person, count_only=True)
+    pushed = rendering.inbox_parts(inbox_items(person), person, count_only=True)
     assert "data-need=" not in pushed
     assert '<span id="inbox-count" class="count" hx-swap-oob="true">1</span>' in pushed
     # "Approval requested" alone brings approvals back, not other reasons.
     person_client.post("/boards/team/notify/", {"kinds": ["approval_requested"]})
     assert 'data-need="team:task-1:approval"' in rendering.inbox_parts(
-        permissions.inbox(person), person, count_only=True
+        inbox_items(person), person, count_only=True
     )
 
 
@@ -236,8 +247,8 @@ def test_work_assigned_and_not_started_within_the_grace_needs_a_person(
 ):
     alice.create("Review")
     person_client.post("/boards/team/tasks/1/reassign/", {"owner": "bob"})
-    assert services.needs_sweep() == 0 and needs(board, 1) == ""
-    assert services.needs_sweep(now=later(board)) == 1
+    assert decisions.needs_sweep() == 0 and needs(board, 1) == ""
+    assert decisions.needs_sweep(now=later(board)) == 1
     [item] = inbox(person_client)["items"]
     assert (item["reason"], item["agent"]) == ("not_started", "bob")
     assert item["recommended"]["method"] == "GET"  # choosing the new owner is on the panel
@@ -275,7 +286,7 @@ def test_the_inbox_lists_every_board_by_role_and_only_the_actions_the_role_allow
     assert alice.call("TaskClaim", {"taskId": "1"}).status == 202
     assert carol.call("TaskClaim", {"taskId": "1"}).status == 202
     fail(carol, "2")
-    services.needs_sweep(now=later(other_board))
+    decisions.needs_sweep(now=later(other_board))
 
     client = Client()
     client.force_login(person)
@@ -305,7 +316,7 @@ def test_the_inbox_lists_every_board_by_role_and_only_the_actions_the_role_allow
 def test_the_inbox_costs_the_same_queries_whatever_the_boards_hold(alice, board, person):
     def queries() -> int:
         with CaptureQueriesContext(connection) as captured:
-            items = permissions.inbox(person)
+            items = inbox_items(person)
         assert items
         return len(captured.captured_queries)
 
@@ -378,7 +389,7 @@ def test_failed_work_that_needs_a_person_is_pinned_first_in_completed_with_retry
         number = alice.create(f"Done {n}")["id"]
         alice.call("TaskClaim", {"taskId": number})
         alice.call("TaskUpdate", {"taskId": number, "status": "completed"})
-    services.needs_sweep(now=later(board))
+    decisions.needs_sweep(now=later(board))
 
     html = person_client.get("/boards/team/").content.decode()
     column = html[html.index('id="cards-completed"') :]
@@ -387,3 +398,26 @@ def test_failed_work_that_needs_a_person_is_pinned_first_in_completed_with_retry
     card = column[first : column.index("</article>", first)]
     assert "/tasks/1/retry/" in card and "Retry #1" in card
     assert re.search(r'id="holds-completed"[^>]*> · 3 done, 1 failed<', html)
+
+
+def test_one_boards_flood_hides_nothing_of_another_boards_and_the_count_is_exact(
+    alice, agent_factory, board, other_board, person, monkeypatch
+):
+    """Each board's items are limited on their own (the review: 205 gated claims on one
+    board hid another board's approval, and the count was wrong)."""
+    monkeypatch.setattr(reads, "ITEMS_SHOWN", 3)
+    Membership.objects.create(board=other_board, user=person, role=Role.ADMIN)
+    carol = agent_factory("carol", on=other_board)
+    for n in range(5):
+        make_task(board, f"Gated {n}", requires_approval=True)
+        assert alice.call("TaskClaim", {"taskId": str(n + 1)}).status == 202
+    make_task(other_board, "Gated there", requires_approval=True)
+    assert carol.call("TaskClaim", {"taskId": "1"}).status == 202
+
+    client = Client()
+    client.force_login(person)
+    answer = inbox(client)
+    boards = [i["board"] for i in answer["items"]]
+    assert boards.count("team") == 3 and boards.count("other") == 1
+    assert answer["count"] == 6
+    assert inbox_counts(person) == {board.pk: 5, other_board.pk: 1}

@@ -10,10 +10,10 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from boards import services
+from boards.clients import sessions
+from boards.core.rules import NO_PROGRESS_FLOOR, REPEATS_NO_PROGRESS, no_progress_after
 from boards.models import Attempt, ClientSession, Event, Message, Task
-from boards.rules import NO_PROGRESS_FLOOR, REPEATS_NO_PROGRESS, no_progress_after
-from boards.services import decisions, hooks
+from boards.needs import decisions
 from tests.factories import make_token
 from tests.test_hooks import bash, hook, send
 
@@ -56,9 +56,9 @@ def test_work_held_past_the_floor_needs_a_person_until_it_is_finished(alice, boa
     assert alice.call("TaskClaim", {"taskId": "2"}).status == 200
 
     # The board's usual cycle is a moment: the floor holds.
-    assert services.needs_sweep(now=after(9)) == 0
+    assert decisions.needs_sweep(now=after(9)) == 0
     assert Task.objects.get(board=board, number=2).needs == ""
-    assert services.needs_sweep(now=after(11)) == 1
+    assert decisions.needs_sweep(now=after(11)) == 1
     assert Task.objects.get(board=board, number=2).needs == "no_progress"
     event = Event.objects.get(board=board, kind="needs_attention")
     assert (event.task_number, event.data["reason"]) == (2, "no_progress")
@@ -74,7 +74,7 @@ def test_work_held_past_the_floor_needs_a_person_until_it_is_finished(alice, boa
     # records nothing twice.
     assert alice.call("TaskHeartbeat", {"taskId": "2"}).status == 200
     assert Task.objects.get(board=board, number=2).needs == "no_progress"
-    assert services.needs_sweep(now=after(12)) == 0
+    assert decisions.needs_sweep(now=after(12)) == 0
     assert Event.objects.filter(board=board, kind="needs_attention").count() == 1
 
     # Finishing it does.
@@ -93,16 +93,16 @@ def test_a_board_whose_work_takes_an_hour_waits_three_hours(alice, board):
     alice.create("Held")
     assert alice.call("TaskClaim", {"taskId": "11"}).status == 200
 
-    assert services.needs_sweep(now=after(120)) == 0
+    assert decisions.needs_sweep(now=after(120)) == 0
     assert Task.objects.get(board=board, number=11).needs == ""
-    assert services.needs_sweep(now=after(181)) == 1
+    assert decisions.needs_sweep(now=after(181)) == 1
     assert Task.objects.get(board=board, number=11).needs == "no_progress"
 
 
 def test_release_answers_no_progress_and_the_old_owner_loses_its_lease(alice, board, person_client):
     alice.create("Held")
     assert alice.call("TaskClaim", {"taskId": "1"}).status == 200
-    services.needs_sweep(now=after(11))
+    decisions.needs_sweep(now=after(11))
     task = Task.objects.get(board=board, number=1)
     response = person_client.post(
         "/boards/team/tasks/1/release/", {"version": task.version, "note": "stuck?"}
@@ -167,7 +167,7 @@ def test_a_loop_noticed_on_a_stale_read_is_still_recorded_on_the_board(
     """Parallel calls of one session can make the door's early read stale: the loop's
     event is written all the same, under the board's lock."""
     send(claude, hook("SessionStart"))
-    monkeypatch.setattr(hooks, "_loop_turns", lambda *args: False)
+    monkeypatch.setattr(sessions, "_loop_turns", lambda *args: False)
     for n in range(REPEATS_NO_PROGRESS):
         assert send(claude, bash("cat out.log", use=f"tu-{n}"))[0] == 200
     event = Event.objects.get(board=board, kind="needs_attention")

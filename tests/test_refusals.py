@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from boards import errors
-from boards.errors import CONFLICT_DETAILS, REFUSALS, Conflict, ServiceError, refuse
+from boards.core import errors
+from boards.core.errors import CONFLICT_DETAILS, REFUSALS, Conflict, ServiceError, refuse
 
-BOARDS = Path(errors.__file__).parent
+BOARDS = Path(errors.__file__).parent.parent
 # Every refusal class a raise site can name.
 REFUSAL_CLASSES = {
     name
@@ -122,6 +122,18 @@ EXAMPLES = {
         {"decidedBy": "pat"},
     ),
     "not_awaiting_approval": ({"number": 3}, "Task #3 is not awaiting approval", None),
+    "chain_changed": (
+        {"number": 3, "shown": 4, "count": 5},
+        "What waits on #3 changed since it was shown (4 to cancel then, 5 now): nothing was "
+        "cancelled; look at it again before cancelling",
+        None,
+    ),
+    "held_by_another": (
+        {"number": 3, "owner": "bob"},
+        "Task #3 is in progress under bob, whose lease is live; only bob, a person or an "
+        "orchestrator's token can change its status or delete it",
+        {"owner": "bob"},
+    ),
     "stale_version": (
         {"number": 3, "version": 5, "seen": 4},
         "Task #3 is at version 5, not 4: it changed since it was read; read it again and retry",

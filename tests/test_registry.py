@@ -10,9 +10,11 @@ import pytest
 from jsonschema import Draft202012Validator
 from pydantic import BaseModel
 
-from boards import schemas
-from boards.answers import Written
-from boards.errors import (
+from boards.agents import schemas
+from boards.agents.answers import Written
+from boards.agents.pipeline import listed, lookup
+from boards.agents.schemas import Hints, TaskCreateInput, TaskUpdateInput, ToolInput, tool
+from boards.core.errors import (
     BODY,
     CONFLICT_DETAILS,
     Conflict,
@@ -21,8 +23,6 @@ from boards.errors import (
     InvalidInput,
     error_body,
 )
-from boards.schemas import Hints, TaskCreateInput, TaskUpdateInput, ToolInput, tool
-from boards.tools import listed, lookup
 
 BOARDS = Path(__file__).resolve().parent.parent / "boards"
 CANONICAL = [

@@ -1,4 +1,4 @@
-"""People act on a board only as far as their role allows (SPEC §8, boards.permissions).
+"""People act on a board only as far as their role allows (SPEC §8, boards.core.permissions).
 
 Every action of the board's pages is tried by every role and by a person who is
 not a member: a non-member gets 404 (the board does not exist for them), a
@@ -8,27 +8,21 @@ changes nothing. The board's socket and the admin site ask the same table.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import pytest
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.test import Client
 
-from boards import permissions, services
-from boards.models import (
-    AgentToken,
-    Board,
-    Membership,
-    Message,
-    Role,
-    Subscription,
-    Task,
-    Webhook,
-)
+from boards.core import permissions, services
+from boards.models import AgentToken, Board, Membership, Message, Role, Subscription, Task, Webhook
 from kanban.asgi import application
-from tests.factories import make_task, make_token
+from tests.conftest import built_once
+from tests.factories import make_board, make_task, make_token
 
 ROLES = [Role.VIEWER, Role.OPERATOR, Role.APPROVER, Role.ADMIN]
 
@@ -62,7 +56,7 @@ DOORS = [
     Door("unblock", "post", "/boards/team/tasks/4/unblock/", {"blocker": "3"}),
     Door("reopen", "post", "/boards/team/tasks/3/reopen/", {"note": "try again"}),
     Door("skip", "post", "/boards/team/tasks/3/skip/", {"note": "not needed"}),
-    Door("cancel-chain", "post", "/boards/team/tasks/3/cancel-chain/"),
+    Door("cancel-chain", "post", "/boards/team/tasks/3/cancel-chain/", {"chain": "4"}),
     Door("release", "post", "/boards/team/tasks/5/release/", {"note": "let another try"}),
     Door("settings", "get", "/boards/team/settings/", ok=200),
     Door("settings", "post", "/boards/team/settings/", {"maxAttempts": "5"}),
@@ -97,8 +91,8 @@ def _state(board: Board) -> tuple:
     )
 
 
-@pytest.fixture
-def scene(board, django_user_model) -> Board:
+def _build_scene() -> int:
+    board = make_board("team", "Team board")
     make_token(board, "alice")
     make_token(board, "bob")  # the agent work is reassigned to
     make_task(board, "Plain work")
@@ -109,8 +103,29 @@ def scene(board, django_user_model) -> Board:
     services.task_update(board=board, actor="alice", task_id=3, status="failed")
     make_task(board, "Held work")  # 5: in progress with alice, to release
     services.task_claim(board=board, agent="alice", task_id=5)
-    django_user_model.objects.create_user("sam", password="pw-sam-1234")
-    return board
+    get_user_model().objects.create_user("sam", password="pw-sam-1234")
+    return board.pk
+
+
+@pytest.fixture(scope="module")
+def built_scene(django_db_setup, django_db_blocker) -> Iterator[int]:
+    """The scene is built once for the module (it was most of the matrix's time); each
+    test's writes are rolled back to it (``built_once``)."""
+    yield from built_once(django_db_blocker, _build_scene)
+
+
+@pytest.fixture
+def scene(db, built_scene) -> Board:
+    """The team board with its agents and tasks (1 pending, 2 in progress awaiting
+    approval, 3 failed, 4 blocked by 3, 5 in progress with alice), and a person ``sam``
+    who is no member; a copy of its own per test."""
+    return Board.objects.get(pk=built_scene)
+
+
+@pytest.fixture
+def board(scene) -> Board:
+    """The scene's board is the one ``person`` (conftest) administers."""
+    return scene
 
 
 def _client_as(django_user_model, board: Board, role: Role | None) -> Client:

@@ -14,11 +14,11 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from boards import services
-from boards.errors import ServiceError
+from boards.core import services
+from boards.core.errors import ServiceError
+from boards.core.selectors import DEAD_ENDS, TERMINAL_STATUSES
+from boards.core.services.counts import recount
 from boards.models import Board, Dependency, Status, Task
-from boards.selectors import DEAD_ENDS, TERMINAL_STATUSES
-from boards.services.counts import recount
 from tests.conftest import AgentClient
 from tests.factories import make_board, make_token
 

@@ -4,10 +4,10 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
-from boards import fulltext
-from boards.fulltext import search_terms
+from boards.core import fulltext
+from boards.core.fulltext import search_terms
+from boards.core.selectors import search_matching
 from boards.models import Task
-from boards.selectors import search_matching
 
 from .factories import make_task
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from boards import services
-from boards.errors import Conflict, NotFound
+from boards.core import services
+from boards.core.errors import Conflict, NotFound
 from boards.models import Agent, Event, Task
 
 
@@ -51,7 +51,7 @@ def test_deciding_a_request_that_is_no_longer_pending_is_a_clear_conflict(alice,
     with pytest.raises(Conflict) as again:
         services.approval_decide(board=board, person="sam", task_id="1", approve=False)
     assert again.value.message == "Task #1 is not awaiting approval"
-    services.task_delete(board=board, actor="pat", task_id="1")
+    services.task_delete(board=board, actor="pat", person=True, task_id="1")
     with pytest.raises(NotFound):
         services.approval_decide(board=board, person="pat", task_id="1", approve=True)
 

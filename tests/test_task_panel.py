@@ -5,9 +5,10 @@ to any agent, its earlier result kept in the attempts."""
 
 from __future__ import annotations
 
+import json
 import re
 
-from boards import services
+from boards.core import services
 from boards.models import Attempt, Event, Task
 from tests.factories import make_task
 
@@ -167,3 +168,28 @@ def test_retry_of_a_pending_task_whose_attempts_are_used_up_counts_them_afresh(
     person_client.post("/boards/team/tasks/1/retry/")
     task.refresh_from_db()
     assert (task.failures, task.needs) == (0, "")
+
+
+def test_the_panel_says_when_a_person_asked_for_it_and_stays_quiet_for_the_pages_refresh(
+    alice, person_client
+):
+    alice.create("Build the image")
+    asked = {"HX-Request": "true", "HX-Target": "section#detail"}
+    by_person = person_client.get("/boards/team/tasks/1/", headers={**asked, "HX-Source": "a"})
+    assert json.loads(by_person["HX-Trigger"]) == {"kanban:asked": {"target": "#detail"}}
+    refresh = person_client.get(
+        "/boards/team/tasks/1/", headers={**asked, "HX-Source": "section#detail"}
+    )
+    assert "HX-Trigger" not in refresh
+    elsewhere = person_client.get("/boards/team/tasks/1/", headers={"HX-Request": "true"})
+    assert "HX-Trigger" not in elsewhere
+    # A move from the Move menu: quiet when done (the board shows it), told when refused.
+    menu = {**asked, "HX-Source": "div#move-menu"}
+    moved = person_client.post(
+        "/boards/team/tasks/1/status/", {"status": "completed"}, headers=menu
+    )
+    assert moved.status_code == 200
+    assert "HX-Trigger" not in moved
+    refused = person_client.post("/boards/team/tasks/1/status/", {"status": "bogus"}, headers=menu)
+    assert refused.status_code == 400
+    assert "kanban:asked" in refused["HX-Trigger"]

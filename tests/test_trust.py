@@ -11,8 +11,8 @@ from channels.testing import WebsocketCommunicator
 from django.conf import settings
 from django.test import AsyncClient, Client
 
-from boards import services
-from boards.errors import InvalidInput
+from boards.core import services
+from boards.core.errors import InvalidInput
 from boards.models import Agent, Event, Task
 from kanban.asgi import application
 from tests.factories import make_board, make_task, make_token

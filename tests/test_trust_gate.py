@@ -13,7 +13,7 @@ from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
-from boards import services
+from boards.core import services
 from boards.models import Board, Event, Membership, Role, Task
 from tests.factories import make_task, make_token
 

@@ -7,7 +7,7 @@ import pytest
 from channels.db import database_sync_to_async
 from django.test import AsyncClient
 
-from boards import services
+from boards.core import services
 from tests.factories import make_board, make_task, make_token
 
 pytestmark = pytest.mark.django_db(transaction=True)

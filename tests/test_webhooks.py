@@ -22,10 +22,10 @@ from django.db import connections
 from django_tasks_db.management.commands.db_worker import Worker
 from django_tasks_db.models import DBTaskResult
 
-from boards import delivery as webhook_delivery
-from boards import egress, services
-from boards.errors import InvalidInput
+from boards.core.errors import InvalidInput
 from boards.models import Board, Delivery, Event, Webhook
+from boards.webhooks import delivery as webhook_delivery
+from boards.webhooks import egress, subscriptions
 from tests.receiver import Dripper, Receiver, certificate, free_port_on
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -128,7 +128,7 @@ def work_until(done, timeout: float = 10) -> None:
 
 
 def add(board: Board, url: str, **options) -> tuple[int, str]:
-    hook, secret = services.webhook_add(board=board, actor="pat", url=url, **options)
+    hook, secret = subscriptions.webhook_add(board=board, actor="pat", url=url, **options)
     return hook.pk, secret
 
 
@@ -250,12 +250,12 @@ def test_a_test_event_and_a_redelivery_go_to_that_endpoint_only(alice, board, re
     try:
         hook, _ = add(board, receiver.url, kinds=["failed"])
         add(board, other.url)
-        services.webhook_test(board=board, actor="pat", webhook_id=hook)
+        subscriptions.webhook_test(board=board, actor="pat", webhook_id=hook)
         work_until(lambda: len(receiver.received) >= 1)
         assert receiver.received[0].json["event"]["kind"] == "webhook_test"
         assert receiver.received[0].headers["X-Kanban-Event"] == "test"
         first = Delivery.objects.get(webhook_id=hook)
-        services.delivery_redeliver(board=board, actor="pat", delivery_id=first.pk)
+        subscriptions.delivery_redeliver(board=board, actor="pat", delivery_id=first.pk)
         work_until(lambda: len(receiver.received) >= 2)
         assert receiver.received[1].json["event"] == receiver.received[0].json["event"]
         assert other.received == []
@@ -266,7 +266,7 @@ def test_a_test_event_and_a_redelivery_go_to_that_endpoint_only(alice, board, re
 def test_writes_record_deliveries_only_for_active_subscribed_endpoints(alice, board, receiver):
     add(board, receiver.url, kinds=["failed"])
     paused, _ = add(board, receiver.url)
-    services.webhook_change(board=board, actor="pat", webhook_id=paused, active=False)
+    subscriptions.webhook_change(board=board, actor="pat", webhook_id=paused, active=False)
     alice.create("A")
     alice.call("TaskUpdate", {"taskId": "1", "status": "completed"})
     assert Delivery.objects.count() == 0
@@ -293,13 +293,13 @@ def test_writes_record_deliveries_only_for_active_subscribed_endpoints(alice, bo
 def test_an_endpoint_must_be_http_at_a_public_address(board, settings, url, problem):
     settings.KANBAN_WEBHOOK_ALLOW_LOOPBACK = False
     with pytest.raises(InvalidInput) as exc:
-        services.webhook_add(board=board, actor="pat", url=url)
+        subscriptions.webhook_add(board=board, actor="pat", url=url)
     assert problem in str(exc.value)
 
 
 def test_the_event_log_shows_an_endpoint_by_host_only(board, receiver):
     hook, _ = add(board, "https://hooks.slack.example/services/T000/B000/secret-part")
-    services.webhook_remove(board=board, actor="pat", webhook_id=hook)
+    subscriptions.webhook_remove(board=board, actor="pat", webhook_id=hook)
     urls = [e.data["url"] for e in Event.objects.filter(kind="webhook")]
     assert urls == ["https://hooks.slack.example/…"] * 2
 
@@ -313,7 +313,7 @@ def test_an_endpoint_that_drips_its_answer_is_abandoned_at_the_deadline(board, s
     dripper = Dripper(every=0.3)
     try:
         hook, _ = add(board, dripper.url)
-        services.webhook_test(board=board, actor="pat", webhook_id=hook)
+        subscriptions.webhook_test(board=board, actor="pat", webhook_id=hook)
         started = time.monotonic()
         run_worker()
         took = time.monotonic() - started
@@ -338,12 +338,12 @@ def test_a_board_whose_endpoints_drip_leaves_the_other_worker_to_other_boards(
     with worker_threads(2):
         try:
             for hook in slow:
-                services.webhook_test(board=board, actor="pat", webhook_id=hook)
+                subscriptions.webhook_test(board=board, actor="pat", webhook_id=hook)
             # Both workers took one of the board's senders: one drips, the other found the
             # board's place taken and let its worker go.
             wait_for(lambda: not DBTaskResult.objects.ready().exists())
             wait_for(lambda: drippers[0].open + drippers[1].open == 1)
-            services.webhook_test(board=other_board, actor="pat", webhook_id=elsewhere)
+            subscriptions.webhook_test(board=other_board, actor="pat", webhook_id=elsewhere)
             got = receiver.wait_for(1, timeout=10)
             assert [r.headers["X-Kanban-Event"] for r in got] == ["test"]
             assert drippers[0].open + drippers[1].open == 1
@@ -364,7 +364,7 @@ def test_a_board_at_its_sender_cap_waits_and_its_next_endpoint_goes_when_the_pla
         second, _ = add(board, receiver.url)
         elsewhere, _ = add(other_board, receiver.url)
         for hook, on in ((first, board), (second, board), (elsewhere, other_board)):
-            services.webhook_test(board=on, actor="pat", webhook_id=hook)
+            subscriptions.webhook_test(board=on, actor="pat", webhook_id=hook)
         DBTaskResult.objects.all().delete()  # the senders are run by hand here
         hanging.hang.set()
         sender, sent = in_thread(lambda: webhook_delivery.drain(first))
@@ -391,7 +391,7 @@ def test_the_sweeper_wakes_each_boards_overdue_endpoints_as_many_as_it_may_run(
     hooks.append(add(other_board, receiver.url)[0])
     for hook in hooks:
         board_of = Webhook.objects.get(pk=hook).board
-        services.webhook_test(board=board_of, actor="pat", webhook_id=hook)
+        subscriptions.webhook_test(board=board_of, actor="pat", webhook_id=hook)
     DBTaskResult.objects.all().delete()  # their wake-ups were lost
     long_ago = Delivery.objects.get(webhook_id=hooks[0]).created_at - timedelta(hours=1)
     Delivery.objects.update(next_attempt_at=long_ago)
@@ -415,9 +415,9 @@ def test_removing_or_pausing_an_endpoint_stops_its_sender_before_the_next_attemp
     sender, sent = in_thread(lambda: webhook_delivery.drain(hook))
     receiver.wait_for(1)
     if change == "remove":
-        services.webhook_remove(board=board, actor="pat", webhook_id=hook)
+        subscriptions.webhook_remove(board=board, actor="pat", webhook_id=hook)
     else:
-        services.webhook_change(board=board, actor="pat", webhook_id=hook, active=False)
+        subscriptions.webhook_change(board=board, actor="pat", webhook_id=hook, active=False)
     receiver.hang.clear()
     sender.join(10)
     assert sent == [1]  # the attempt under way ended; no other began
@@ -498,12 +498,12 @@ def test_a_private_address_is_refused_when_added_and_at_each_attempt(board, sett
     settings.KANBAN_WEBHOOK_BACKOFF_SECONDS = 60  # one attempt in this run, however slow
     url = f"http://{host}:8080/hook"
     with pytest.raises(InvalidInput, match="not a public address"):
-        services.webhook_add(board=board, actor="pat", url=url)
+        subscriptions.webhook_add(board=board, actor="pat", url=url)
     # Added while a setting allowed every address; refused once it no longer does.
     settings.KANBAN_WEBHOOK_ALLOW_NETWORKS = ["0.0.0.0/0", "::/0"]
     hook, _ = add(board, url)
     settings.KANBAN_WEBHOOK_ALLOW_NETWORKS = []
-    services.webhook_test(board=board, actor="pat", webhook_id=hook)
+    subscriptions.webhook_test(board=board, actor="pat", webhook_id=hook)
     run_worker()
     delivery = Delivery.objects.get(webhook_id=hook)
     assert (delivery.attempts, delivery.last_error) == (1, "refused: private address")
@@ -543,7 +543,7 @@ def test_this_hosts_own_addresses_are_refused_and_its_neighbours_are_not_its_own
         assert not egress.own_address(address + 1)
         host = f"[{address}]" if address.version == 6 else str(address)
         with pytest.raises(InvalidInput, match="not a public address"):
-            services.webhook_add(board=board, actor="pat", url=f"http://{host}:8080/hook")
+            subscriptions.webhook_add(board=board, actor="pat", url=f"http://{host}:8080/hook")
     assert egress.own_address(ipaddress.ip_address("127.0.0.1"))
 
 
@@ -643,7 +643,7 @@ def test_a_failed_attempt_records_the_class_of_failure_and_no_network_details(
         hooks = {add(board, url)[0]: url for url in urls}
         settings.KANBAN_WEBHOOK_ALLOW_NETWORKS = []
         for hook in hooks:
-            services.webhook_test(board=board, actor="pat", webhook_id=hook)
+            subscriptions.webhook_test(board=board, actor="pat", webhook_id=hook)
         work_until(lambda: not Delivery.objects.filter(attempts=0).exists())
     finally:
         dripper.close()

@@ -3,7 +3,7 @@
 from django.db import migrations, models
 from django.db.models import Q
 
-from boards.rules import KEPT_COUNTS, count_delta, counted_bits
+from boards.core.rules import KEPT_COUNTS, count_delta, counted_bits
 
 
 def keep_counts(apps, schema_editor):

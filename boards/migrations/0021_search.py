@@ -3,7 +3,7 @@ the weighted search vector (PostgreSQL); see ``boards.fulltext``."""
 
 from django.db import migrations
 
-from boards import fulltext
+from boards.core import fulltext
 
 
 def forwards(apps, schema_editor):

@@ -1,12 +1,12 @@
 """The task store: boards, tasks, their dependencies, the event log, tokens, messages.
 
 Models hold fields, constraints and small derived properties only. Every write
-goes through ``boards.services``. The models live by noun in this package's modules
+goes through ``boards.core.services``. The models live by noun in this package's modules
 (``tasks``, ``access``, ``webhooks``, ``clients``); every layer imports them from here.
 """
 
-from ..states import SessionState
-from .access import (
+from boards.core.states import SessionState
+from boards.models.access import (
     AGENT_NAME_MAX,
     AGENT_NAME_PUNCTUATION,
     Agent,
@@ -19,8 +19,17 @@ from .access import (
     agent_name_problem,
     hash_token,
 )
-from .clients import CallState, ClientSession, GateRule, ToolCall
-from .tasks import (
+from boards.models.clients import CallState, ClientSession, GateRule, ToolCall
+from boards.models.push import (
+    DEFAULT_PUSH_KINDS,
+    Passkey,
+    PushDevice,
+    PushLink,
+    PushNotice,
+    StepUp,
+    VapidKey,
+)
+from boards.models.tasks import (
     GONE_FACTOR,
     LABELS_MAX,
     PRIORITY_BY_NAME,
@@ -43,11 +52,12 @@ from .tasks import (
     Usage,
     agent_state,
 )
-from .webhooks import Delivery, DeliveryStatus, Webhook
+from boards.models.webhooks import Delivery, DeliveryStatus, Webhook
 
 __all__ = [
     "AGENT_NAME_MAX",
     "AGENT_NAME_PUNCTUATION",
+    "DEFAULT_PUSH_KINDS",
     "GONE_FACTOR",
     "LABELS_MAX",
     "PRIORITY_BY_NAME",
@@ -73,15 +83,21 @@ __all__ = [
     "Label",
     "Membership",
     "Message",
+    "Passkey",
     "Priority",
+    "PushDevice",
+    "PushLink",
+    "PushNotice",
     "Reason",
     "Role",
     "SessionState",
     "Status",
+    "StepUp",
     "Subscription",
     "Task",
     "ToolCall",
     "Usage",
+    "VapidKey",
     "Webhook",
     "agent_name_problem",
     "agent_state",

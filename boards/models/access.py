@@ -6,8 +6,8 @@ import hashlib
 from django.conf import settings
 from django.db import models
 
-from .. import limits
-from .tasks import Board
+from boards.core import limits
+from boards.models.tasks import Board
 
 AGENT_NAME_MAX = limits.AGENT_NAME_MAX
 AGENT_NAME_PUNCTUATION = frozenset("._- ")
@@ -158,7 +158,7 @@ class Invite(models.Model):
 
 
 class Subscription(models.Model):
-    """Which signals (boards.activity.SIGNALS) notify one person in their browser, per board."""
+    """Which signals (boards.core.activity.SIGNALS) notify one person in their browser, per board."""
 
     board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="subscriptions")
     user = models.ForeignKey(

@@ -1,10 +1,12 @@
 """Agents in their own clients (SPEC §11): coding clients' sessions seen through their
 hooks, the board's gate rules, and the tool calls a rule held for a person."""
 
+from datetime import datetime
+
 from django.db import models
 
-from ..states import SessionState
-from .tasks import Board
+from boards.core.states import SessionState
+from boards.models.tasks import Board
 
 
 class ClientSession(models.Model):
@@ -14,7 +16,9 @@ class ClientSession(models.Model):
 
     board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="client_sessions")
     agent = models.CharField(max_length=100)
-    client = models.CharField(max_length=32, default="claude-code")
+    client = models.CharField(max_length=32, default="claude-code")  # the hook door's name
+    client_version = models.CharField(max_length=100, blank=True)
+    host = models.CharField(max_length=100, blank=True)  # the machine, as the forwarder says
     session_id = models.CharField(max_length=128)
     cwd = models.CharField(max_length=1000, blank=True)
     model = models.CharField(max_length=100, blank=True)
@@ -24,6 +28,8 @@ class ClientSession(models.Model):
     # The last few tool calls: {"id", "tool", "doing", "outcome", "ms", "at"}, newest last.
     calls = models.JSONField(default=list, blank=True)
     subagents = models.PositiveIntegerField(default=0)
+    # The subagents running now ({"id", "type"}): a SubagentStop with no start is ignored.
+    running_subagents = models.JSONField(default=list, blank=True)
     # The last tool call (a digest of its name and input) and how many times in a row it
     # was sent: ``rules.REPEATS_NO_PROGRESS`` of the same is a loop a person should see.
     last_call_key = models.CharField(max_length=64, blank=True)
@@ -42,9 +48,21 @@ class ClientSession(models.Model):
     def __str__(self) -> str:
         return f"{self.agent} ({self.session_id[:8]}): {self.state}"
 
+    def shown_state(self, silent_after: int, now: datetime) -> str:
+        """Its state as a person reads it: a working session with no call running, no
+        subagent and no event for ``silent_after`` seconds stopped without a Stop (an API
+        error, an interrupt), and reads as stopped (SPEC §11)."""
+        if self.state != SessionState.WORKING or self.running_subagents:
+            return self.state
+        if any(c.get("outcome") in ("running", "waiting", "approved") for c in self.calls):
+            return self.state
+        if (now - self.last_event_at).total_seconds() < silent_after:
+            return self.state
+        return SessionState.STOPPED
+
 
 class GateRule(models.Model):
-    """One of a board's gate rules (boards.gates): which tool calls need a person."""
+    """One of a board's gate rules (boards.core.gates): which tool calls need a person."""
 
     board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="gate_rules")
     position = models.PositiveIntegerField(default=0)
@@ -55,6 +73,11 @@ class GateRule(models.Model):
     wait_seconds = models.PositiveIntegerField(default=300)
     fallback = models.CharField(max_length=8, default="deny")
     note = models.CharField(max_length=200, blank=True)
+    # Approving what it holds needs a passkey assertion, from a person who has one (§14).
+    step_up = models.BooleanField(default=False)
+    # A standing approval for one client session (its ``ClientSession.session_id``) applies
+    # to that session's calls only; empty: to every call of the board's agents.
+    session_id = models.CharField(max_length=128, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -89,6 +112,7 @@ class ToolCall(models.Model):
     rule = models.CharField(max_length=400, blank=True)  # the rule as it read then
     wait_seconds = models.PositiveIntegerField(default=300)
     fallback = models.CharField(max_length=8, default="deny")
+    step_up = models.BooleanField(default=False)  # its rule's, as it was then
     state = models.CharField(max_length=16, choices=CallState.choices, default=CallState.REQUESTED)
     requested_at = models.DateTimeField()
     deadline = models.DateTimeField()

@@ -3,10 +3,10 @@ log, and what the unit of work keeps per day (flow) and per report (usage)."""
 
 from django.db import models
 
-from .. import limits, states
-from ..rules import TaskQuerySet
+from boards.core import limits, states
+from boards.core.rules import TaskQuerySet
 
-# The vocabulary of states lives in boards.states; the names are read from here too.
+# The vocabulary of states lives in boards.core.states; the names are read from here too.
 GONE_FACTOR = states.GONE_FACTOR
 PRIORITY_BY_NAME = states.PRIORITY_BY_NAME
 TERMINAL_STATUSES = states.TERMINAL_STATUSES
@@ -32,6 +32,8 @@ class Board(models.Model):
     # a failed blocker may be retried by its agents for failure_grace_seconds first.
     silent_after_seconds = models.PositiveIntegerField(default=120)
     failure_grace_seconds = models.PositiveIntegerField(default=60)
+    # Approving its gated tasks needs a passkey assertion, from a person who has one (§14).
+    step_up_approvals = models.BooleanField(default=False)
     # High-water mark of task numbers: only goes up, so a deleted task's id is never reused.
     task_counter = models.PositiveIntegerField(default=0)
     # Sequence number of the last Event; a reconnecting browser asks for what came after it.
@@ -87,6 +89,11 @@ class Task(models.Model):
     prompt = models.TextField(blank=True)
     result = models.TextField(blank=True)
     notes = models.TextField(blank=True)
+    # A card from a coding client's own plan (SPEC §11): the session that made it, the
+    # plan it is in (the shared task list, else the session) and the client's own id.
+    session = models.CharField(max_length=128, blank=True)
+    client_plan = models.CharField(max_length=128, blank=True)
+    client_task_id = models.CharField(max_length=128, blank=True)
 
     approval_required = models.BooleanField(default=False)
     approval_state = models.CharField(
@@ -145,7 +152,15 @@ class Task(models.Model):
         # board_id, not board: ordering by the relation would join the boards on every query.
         ordering = ["board_id", "number"]
         constraints = [
-            models.UniqueConstraint(fields=["board", "number"], name="task_number_unique_per_board")
+            models.UniqueConstraint(
+                fields=["board", "number"], name="task_number_unique_per_board"
+            ),
+            # A client's task is one card however often its events are replayed.
+            models.UniqueConstraint(
+                fields=["board", "client_plan", "client_task_id"],
+                condition=~models.Q(client_task_id=""),
+                name="task_client_task_unique",
+            ),
         ]
         indexes = [
             # a list filtered by status (or a view of one status), paged in number order:

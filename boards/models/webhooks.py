@@ -2,7 +2,7 @@
 
 from django.db import models
 
-from .tasks import Board
+from boards.models.tasks import Board
 
 
 class Webhook(models.Model):
@@ -10,7 +10,7 @@ class Webhook(models.Model):
 
     board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="webhooks")
     url = models.URLField(max_length=500)
-    # Signals (boards.activity.SIGNALS) sent; empty: all of them.
+    # Signals (boards.core.activity.SIGNALS) sent; empty: all of them.
     kinds = models.JSONField(default=list, blank=True)
     slack = models.BooleanField(default=False)
     secret = models.CharField(max_length=64)

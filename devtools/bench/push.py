@@ -168,7 +168,7 @@ async def _socket_run(
                 urllib.request.urlopen, f"{cluster.bases[0]}/bench/echo/?n=echo-{index}"
             )
         else:
-            marker = f'beforeend:#cards-{column}">\\s*<article id="task-{number}"'
+            marker = f'hx-target="#cards-{column}"[^>]*>\\s*<article id="task-{number}"'
             sent = time.perf_counter()
             status, answer = await asyncio.to_thread(agent.call, tool, body(number))
             assert status == 200, answer

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .ratios import report_ratios
+
 
 def report(results: dict[str, Any], write: Callable[[str], object]) -> None:
     for name, run in (
@@ -25,6 +27,8 @@ def report(results: dict[str, Any], write: Callable[[str], object]) -> None:
             write(
                 f"  {call:<22}{row['p50_ms']:>8}{row['p99_ms']:>8}{row['per_s']:>8}{row['x_empty']:>9}"
             )
+        if isinstance(run.get("ratios"), dict) and "p50_ms" in run["ratios"]:
+            report_ratios(run["ratios"], write)
         for row in run.get("browser_push", []):
             write(
                 f"Chromium push, {row['pages']} page(s), {row['changes']} changes: "

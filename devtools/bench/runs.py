@@ -12,7 +12,7 @@ from django.core.management.base import CommandError
 
 from devtools.liveserver import CHROMIUM_PATH
 
-from . import calls, push, race, render
+from . import calls, push, race, ratios, render
 from .common import bench_cluster, make_user
 
 # Not dependencies of the board itself: ``pip install -e '.[test]'`` brings them.
@@ -51,6 +51,7 @@ def single_process(
         make_user(cluster)
         sqlite: dict[str, Any] = {}
         sqlite["tool_calls"] = calls.tool_calls(cluster, options["calls"])
+        sqlite["ratios"] = ratios.ratios(cluster, options["calls"], options["ratio_tasks"])
         if "browser" not in skip:
             sqlite["browser_push"] = [
                 push.browser_push(cluster, int(n), options["changes"])
@@ -95,6 +96,7 @@ def scale_out(
         figures: dict[str, Any] = {"processes": 2}
         sections = {
             "tool_calls": lambda: calls.tool_calls(cluster, options["calls"]),
+            "ratios": lambda: ratios.ratios(cluster, options["calls"], options["ratio_tasks"]),
             "socket_push": lambda: push.socket_push(cluster, counts, options["changes"] // 2),
             "race": lambda: race.race(cluster, options["racers"], options["race_tasks"]),
         }
@@ -105,5 +107,15 @@ def scale_out(
                 warn(f"PostgreSQL + Redis {name} failed: {exc!r}")
                 figures[name] = {"failed": repr(exc)}
         return figures
+    finally:
+        cluster.stop()
+
+
+def ratios_only(workdir: Path, options: dict[str, Any]) -> dict[str, Any]:
+    """Only the writes' and the search's cost above the floor, on SQLite (``--ratios``)."""
+    cluster = bench_cluster(workdir / "ratios")
+    try:
+        cluster.start()
+        return ratios.ratios(cluster, options["calls"], options["ratio_tasks"])
     finally:
         cluster.stop()

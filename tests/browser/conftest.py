@@ -241,7 +241,13 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     try:
         return (yield)
     finally:
-        if nextitem is None or "browser" not in getattr(nextitem, "fixturenames", ()):
+        # A module's own fixtures (pages of a module-scoped scene) outlive its tests: the
+        # browser stops only once the next test is in another module and needs none.
+        later = nextitem is not None and (
+            "browser" in getattr(nextitem, "fixturenames", ())
+            or getattr(nextitem, "module", None) is getattr(item, "module", None)
+        )
+        if not later:
             chromium.stop()
 
 

@@ -117,7 +117,7 @@ def populate(live_board: LiveBoard, cluster: Cluster) -> Populated:
     cluster.manage(
         "shell",
         "-c",
-        "from boards import services\nfrom boards.models import Board\n"
+        "from boards.core import services\nfrom boards.models import Board\n"
         f"services.board_settings(board=Board.objects.get(slug={live_board.slug!r}), "
         "actor='pat', maxAttempts=1)\n",
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
-from boards.selectors import COLUMN_PAGE
+from boards.core.selectors import COLUMN_PAGE
 
 from .conftest import LiveBoard, assert_not_reloaded, wait_live
 

@@ -193,7 +193,7 @@ def test_a_pushed_board_is_the_same_dom_as_a_reloaded_one(
     alice, bob = live_board.agent("alice"), live_board.agent("bob")
     alice.create("Design the schema", activeForm="Designing the schema")  # 1
     alice.create("Write the models", blockedBy=["1"])  # 2
-    alice.create("Write the API", blockedBy=["2"])  # 3
+    alice.create("Write the API")  # 3 (not blocked: an agent may not delete blocked work)
     bob.create("Write the docs")  # 4
     bob.create("Set up CI")  # 5
     alice.create("Release", blockedBy=["3", "4", "5"])  # 6
@@ -275,7 +275,7 @@ def test_a_tab_that_comes_back_catches_up_on_what_it_missed(
 
 
 _WRITE_WHILE_DOWN = """
-from boards import selectors, services
+from boards.core import selectors, services
 board = selectors.board_get({slug})
 services.task_claim(board=board, agent="alice", task_id=1)
 services.task_update(board=board, actor="alice", task_id=1, status="completed")

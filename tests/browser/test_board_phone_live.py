@@ -137,10 +137,15 @@ def test_on_a_phone_a_move_leaves_the_board_in_view_and_a_refused_one_opens_the_
     expect(page.locator("#live-status")).to_have_attribute("data-state", "live")
     alice = live_board.agent("alice")
     first, second = alice.create("Parse the logs"), alice.create("Chart the logs")
+    # Both cards in place before a key goes to one: a push that lands between the focus
+    # and the key would take the focus with the card it replaces.
+    expect(tab(page, "pending").locator(".tab-count")).to_have_text("2")
+    expect(card(page, second)).to_have_count(1)
 
     def move_to_in_progress(number: str) -> None:
         tab(page, "pending").click()
         card(page, number).locator(".card-link").focus()
+        expect(card(page, number).locator(".card-link")).to_be_focused()
         page.keyboard.press("m")
         page.locator('#move-menu [data-move-to="in_progress"]').click()
 

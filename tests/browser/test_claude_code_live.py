@@ -287,7 +287,7 @@ def test_a_risky_call_waits_until_a_person_approves_it_then_runs(
     assert session.running
     assert build.exists()
 
-    item.get_by_role("button", name="Approve").click()
+    item.get_by_role("button", name="Approve", exact=True).click()
     expect(held_calls(page)).to_have_count(0)
     run = session.result()
 
@@ -296,7 +296,7 @@ def test_a_risky_call_waits_until_a_person_approves_it_then_runs(
     [result] = session.api.tool_results()
     assert not result.is_error, result
     assert run.result.get("result") == "Removed the build."
-    tool_hooks = ["PreToolUse", "PostToolUse"]
+    tool_hooks = ["PreToolUse", "PostToolUse", "PostToolBatch"]
     assert hooks_sent(run) == ["SessionStart", "UserPromptSubmit", *tool_hooks, "Stop"]
     expect_ended_on_roster(page, run)
     last = roster_row(page).locator(".session-calls li.call").first
@@ -324,7 +324,7 @@ def test_a_denied_call_never_runs_and_the_model_reads_the_persons_note(
     assert session.running
     note = "Not on main: open a pull request for review first"
     item.locator("input[name=note]").fill(note)
-    item.get_by_role("button", name="Deny").click()
+    item.get_by_role("button", name="Deny", exact=True).click()
     expect(held_calls(page)).to_have_count(0)
     run = session.result()
 
@@ -337,7 +337,13 @@ def test_a_denied_call_never_runs_and_the_model_reads_the_persons_note(
     assert f"Denied by {USERNAME} on the board" in result.text, result.text
     assert board_decision(run)[0] == "deny"
     # A call the board denied gets no PostToolUse: the board knows its outcome already.
-    assert hooks_sent(run) == ["SessionStart", "UserPromptSubmit", "PreToolUse", "Stop"]
+    assert hooks_sent(run) == [
+        "SessionStart",
+        "UserPromptSubmit",
+        "PreToolUse",
+        "PostToolBatch",
+        "Stop",
+    ]
 
     expect_ended_on_roster(page, run)
     last = roster_row(page).locator(".session-calls li.call").first
@@ -362,7 +368,7 @@ def test_a_call_no_rule_matches_runs_without_a_person(
     assert (run.project / "out.txt").read_text() == "hi\n"
     [result] = session.api.tool_results()
     assert not result.is_error, result
-    tool_hooks = ["PreToolUse", "PostToolUse"]
+    tool_hooks = ["PreToolUse", "PostToolUse", "PostToolBatch"]
     assert hooks_sent(run) == ["SessionStart", "UserPromptSubmit", *tool_hooks, "Stop"]
     [hook] = run.hook_responses("PreToolUse")
     assert hook["stdout"].strip() in ("", "{}"), hook  # no decision: the client's own applies
@@ -418,7 +424,13 @@ def test_a_held_call_nobody_answers_ends_with_the_fallback_at_the_rules_wait(
     assert "No person answered on the board within 5 s" in result.text, result.text
     assert "not run" in result.text, result.text
     assert board_decision(run)[0] == "deny"
-    assert hooks_sent(run) == ["SessionStart", "UserPromptSubmit", "PreToolUse", "Stop"]
+    assert hooks_sent(run) == [
+        "SessionStart",
+        "UserPromptSubmit",
+        "PreToolUse",
+        "PostToolBatch",
+        "Stop",
+    ]
     expect_ended_on_roster(page, run)
     expect(roster_row(page).locator(".session-calls li.call").first).to_have_class(
         "call call--denied"

@@ -36,7 +36,7 @@ def set_board(cluster: Cluster, board: LiveBoard, **settings: int) -> None:
     cluster.manage(
         "shell",
         "-c",
-        "from boards import services\nfrom boards.models import Board\n"
+        "from boards.core import services\nfrom boards.models import Board\n"
         f"services.board_settings(board=Board.objects.get(slug={board.slug!r}), "
         f"actor='pat', **{settings!r})\n",
     )
@@ -74,6 +74,8 @@ def test_a_failure_nobody_retries_reaches_the_strip_after_the_grace_with_retry_f
     expect(page.locator(f"#task-{ship} .card-stuck")).to_contain_text(f"#{build}")
 
     # Go on without it: the dependent is ready, and the agent's claim-next gets it.
+    # The line shows the recommended action; the others when the item is opened.
+    item.locator("[data-need-expand]").click()
     item.locator("input[name=note]").fill("ship without the new image")
     item.get_by_role("button", name="Go on without it").click()
     expect(strip_item(page, build)).to_have_count(0)
@@ -128,7 +130,7 @@ def test_opening_an_approval_asked_again_shows_what_changed_and_the_agents_last_
     agent.claim(task)
     agent.ok("TaskRequestApproval", {"taskId": task, "reason": "about to migrate"})
     item = strip_item(page, task)
-    item.get_by_role("button", name="Approve").click()
+    item.get_by_role("button", name="Approve", exact=True).click()
     expect(item).to_have_count(0)
     # The answer is the task's panel (on a phone a sheet over the board): close it.
     expect(page.locator(f'#detail [data-detail-task="{task}"]')).to_be_visible()
@@ -138,7 +140,7 @@ def test_opening_an_approval_asked_again_shows_what_changed_and_the_agents_last_
     agent.ok("TaskRequestApproval", {"taskId": task, "reason": "the plan grew"})
 
     expect(item).to_be_visible()
-    item.locator("summary").click()
+    item.locator("[data-need-expand]").click()  # opens what is decided
     later = item.locator(".need-later")
     expect(later).to_contain_text("Changed since version")
     expect(later.locator(".need-diff del")).to_have_text("Add the column")
@@ -199,7 +201,7 @@ def test_a_denial_that_strands_work_asks_a_person_at_once(screens: Screens):
     assert agent.call("TaskClaim", {"taskId": migrate}).status == 202
     item = strip_item(page, migrate)
     item.locator("input[name=note]").fill("not during the sale")
-    item.get_by_role("button", name="Deny").click()
+    item.get_by_role("button", name="Deny", exact=True).click()
 
     # At once, no grace: the denied task strands the release.
     expect(item).to_have_attribute("data-reason", "stranded")

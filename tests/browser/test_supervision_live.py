@@ -199,7 +199,7 @@ def test_deny_with_a_note_cancels_the_task_and_tells_the_agent(
     item = approval_item(page, "2")
     item.locator("input[name=note]").fill(note)
     assert watch.waiting, f"TaskWatch returned before any decision: {watch.reply}"
-    item.get_by_role("button", name="Deny").click()
+    item.get_by_role("button", name="Deny", exact=True).click()
     answer = watch.result()
 
     assert answer["timedOut"] is False, answer

@@ -184,7 +184,7 @@ def test_counts_agree_and_failed_work_is_first_in_completed_with_retry(
     cluster.manage(
         "shell",
         "-c",
-        "from boards import services\nfrom boards.models import Board\n"
+        "from boards.core import services\nfrom boards.models import Board\n"
         f"services.board_settings(board=Board.objects.get(slug={live_board.slug!r}), "
         "actor='pat', failureGraceSeconds=0)\n",
     )

@@ -1,7 +1,7 @@
 // The official TypeScript SDK's client (@modelcontextprotocol/sdk) against the board's MCP server.
 //
 //   KANBAN_MCP_URL=http://127.0.0.1:PORT/mcp/SLUG/ KANBAN_MCP_TOKEN=… KANBAN_MCP_OTHER_TOKEN=… \
-//     node client.mjs main|long
+//     node client.mjs main|long [SECONDS]
 //
 // It prints one JSON summary on stdout (what it saw, step by step) and exits 0 even when a step
 // failed: tests/test_mcp_node.py asserts on the summary. A step that threw is recorded as
@@ -19,7 +19,8 @@
 //     the SDK gives up with its own timeout error (-32001), as any client without progress does.
 // It also notes the Content-Type of each answer to the main client's requests: only a TaskWatch
 // that carries a progressToken is answered as a stream (text/event-stream).
-// long: the SDK's default request timeout (60 s) and a TaskWatch of 70 s, reset on progress.
+// long: the SDK's default request timeout (60 s) and a TaskWatch of SECONDS (past those 60 s),
+//   reset on progress.
 import { isDeepStrictEqual } from "node:util";
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -239,12 +240,14 @@ async function main() {
 }
 
 async function long() {
+  const seconds = Number(process.argv[3]);
+  if (!(seconds > 0)) throw new Error("long: give the watch's seconds");
   const summary = { mode, defaultRequestTimeoutMs: DEFAULT_REQUEST_TIMEOUT_MSEC };
   const { client } = await connect(token);
   await client.listTools();
-  const made = await client.callTool({ name: "TaskCreate", arguments: { subject: "Watched for 70 s" } });
+  const made = await client.callTool({ name: "TaskCreate", arguments: { subject: `Watched for ${seconds} s` } });
   // No `timeout`: the SDK's default (60 s), reset by each progress notification.
-  summary.watch = await watch(client, { taskId: made.structuredContent.task.id, timeoutSeconds: 70 }, { resetTimeoutOnProgress: true });
+  summary.watch = await watch(client, { taskId: made.structuredContent.task.id, timeoutSeconds: seconds }, { resetTimeoutOnProgress: true });
   await client.close();
   return summary;
 }

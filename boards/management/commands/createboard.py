@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from boards import services
-from boards.errors import ServiceError
+from boards.core import services
+from boards.core.errors import ServiceError
 
 
 class Command(BaseCommand):

@@ -1,4 +1,6 @@
-"""``manage.py gaterules SLUG``: list a board's gate rules; ``--add``/``--remove`` change them."""
+"""``manage.py gaterules SLUG``: list a board's gate rules, numbered as its rules page
+numbers them (the order they are matched in); ``--add``/``--change``/``--move``/``--remove``
+change them, ``--test`` tries a call against them."""
 
 from __future__ import annotations
 
@@ -6,13 +8,17 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from boards import gates, selectors, services
-from boards.errors import ServiceError
-from boards.models import GateRule
+from boards.core import gates, selectors
+from boards.core.errors import ServiceError
+from boards.core.services import gaterules
+from boards.models import Board, GateRule
 
 
 class Command(BaseCommand):
-    help = "List, add or remove a board's gate rules (which agents' tool calls wait for a person)."
+    help = (
+        "List, add, change, move or remove a board's gate rules (which agents' tool calls "
+        "wait for a person), or test a call against them."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("slug")
@@ -20,39 +26,97 @@ class Command(BaseCommand):
             "--add", metavar="TOOL", help="add a rule for these tools (Bash, Write|Edit, mcp__*)"
         )
         parser.add_argument(
-            "--pattern", default="", help="regular expression over the command, path or URL"
+            "--before", type=int, metavar="N", help="with --add: put it before rule N"
         )
         parser.add_argument(
-            "--outside-cwd", action="store_true", help="only paths outside the session's folder"
+            "--change", type=int, metavar="N", help="change rule N (the options given)"
         )
-        parser.add_argument("--decision", default=gates.ASK, choices=gates.DECISIONS)
+        parser.add_argument("--tool", help="with --change: the rule's tools")
+        parser.add_argument("--pattern", help="regular expression over the command, path or URL")
         parser.add_argument(
-            "--wait", type=int, default=gates.WAIT_DEFAULT, help="seconds to wait for a person"
+            "--outside-cwd",
+            action="store_true",
+            default=None,
+            help="only paths outside the session's folder",
         )
-        parser.add_argument("--fallback", default=gates.DENY, choices=gates.FALLBACKS)
-        parser.add_argument("--note", default="", help="what the rule guards, as people read it")
-        parser.add_argument("--remove", type=int, metavar="ID", help="remove the rule with this id")
+        parser.add_argument(
+            "--anywhere",
+            dest="outside_cwd",
+            action="store_false",
+            help="with --change: any path, not only outside the folder",
+        )
+        parser.add_argument("--decision", choices=gates.DECISIONS)
+        parser.add_argument("--wait", type=int, help="seconds to wait for a person")
+        parser.add_argument("--fallback", choices=gates.FALLBACKS)
+        parser.add_argument("--note", help="what the rule guards, as people read it")
+        parser.add_argument("--move", type=int, metavar="N", help="move rule N (with --to)")
+        parser.add_argument("--to", type=int, metavar="M", help="with --move: its new number")
+        parser.add_argument("--remove", type=int, metavar="N", help="remove rule N")
+        parser.add_argument(
+            "--test", metavar="TEXT", help="which rule decides a call doing this (nothing saved)"
+        )
+        parser.add_argument("--test-tool", default="Bash", help="with --test: the tool's name")
+        parser.add_argument(
+            "--cwd", default=gaterules.TEST_CWD, help="with --test: the session's folder"
+        )
 
     def handle(self, *args: object, slug: str, **options: Any) -> None:
+        fields = {
+            "tool": options["tool"],
+            "pattern": options["pattern"],
+            "outside_cwd": options["outside_cwd"],
+            "decision": options["decision"],
+            "wait_seconds": options["wait"],
+            "fallback": options["fallback"],
+            "note": options["note"],
+        }
         try:
             board = selectors.board_get(slug)
             if options["add"]:
-                services.gate_rule_add(
+                defaults = {
+                    "pattern": "",
+                    "outside_cwd": False,
+                    "decision": gates.ASK,
+                    "wait_seconds": gates.WAIT_DEFAULT,
+                    "fallback": gates.DENY,
+                    "note": "",
+                }
+                given = {k: v for k, v in fields.items() if v is not None and k != "tool"}
+                gaterules.gate_rule_add(
                     board=board,
                     actor="gaterules",
                     tool=options["add"],
-                    pattern=options["pattern"],
-                    outside_cwd=options["outside_cwd"],
-                    decision=options["decision"],
-                    wait_seconds=options["wait"],
-                    fallback=options["fallback"],
-                    note=options["note"],
+                    before=options["before"],
+                    **{**defaults, **given},
+                )
+            if options["change"] is not None:
+                rule = gaterules.rule_numbered(board, options["change"])
+                gaterules.gate_rule_change(
+                    board=board, actor="gaterules", rule_id=rule.pk, **fields
+                )
+            if options["move"] is not None:
+                if options["to"] is None:
+                    raise CommandError("--move N needs --to M: the rule's new number")
+                rule = gaterules.rule_numbered(board, options["move"])
+                gaterules.gate_rule_move(
+                    board=board, actor="gaterules", rule_id=rule.pk, to=options["to"]
                 )
             if options["remove"] is not None:
-                services.gate_rule_remove(board=board, actor="gaterules", rule_id=options["remove"])
+                rule = gaterules.rule_numbered(board, options["remove"])
+                gaterules.gate_rule_remove(board=board, actor="gaterules", rule_id=rule.pk)
+            if options["test"] is not None:
+                found = gaterules.gate_rule_test(
+                    board=board, tool=options["test_tool"], text=options["test"], cwd=options["cwd"]
+                )
+                self.stdout.write(found.sentence)
+                return
         except ServiceError as exc:
             raise CommandError(exc.message) from exc
-        for rule in GateRule.objects.filter(board=board).order_by("position", "id"):
+        self._list(board)
+
+    def _list(self, board: Board) -> None:
+        rows = GateRule.objects.filter(board=board).order_by("position", "id")
+        for number, rule in enumerate(rows, 1):
             wait = (
                 f" (wait {rule.wait_seconds} s, then {rule.fallback})"
                 if rule.decision == gates.ASK
@@ -60,6 +124,8 @@ class Command(BaseCommand):
             )
             where = " outside the folder" if rule.outside_cwd else ""
             pattern = f" ~ {rule.pattern}" if rule.pattern else ""
+            if rule.session_id:
+                where += f" in session {rule.session_id}"
             self.stdout.write(
-                f"{rule.pk}\t{rule.tool}{pattern}{where} → {rule.decision}{wait}  {rule.note}"
+                f"{number}\t{rule.tool}{pattern}{where} → {rule.decision}{wait}  {rule.note}"
             )

@@ -2,10 +2,10 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.urls import reverse
 
-from boards import selectors, services
-from boards.errors import ServiceError
+from boards.core import selectors, services
+from boards.core.errors import ServiceError
+from boards.core.services.members import INVITE_DAYS_DEFAULT, INVITE_DAYS_MAX
 from boards.models import Role
-from boards.services.members import INVITE_DAYS_DEFAULT, INVITE_DAYS_MAX
 
 
 class Command(BaseCommand):

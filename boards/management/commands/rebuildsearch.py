@@ -6,7 +6,7 @@ from typing import Any
 from django.core.management.base import BaseCommand
 from django.db import connection
 
-from boards import fulltext
+from boards.core import fulltext
 
 
 class Command(BaseCommand):

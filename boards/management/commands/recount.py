@@ -7,8 +7,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from boards.core.services.counts import recount
 from boards.models import Board
-from boards.services.counts import recount
 
 
 class Command(BaseCommand):

@@ -1,11 +1,12 @@
 """``python manage.py addwebhook SLUG URL [KIND …]``: add a webhook endpoint to a board, as
-its admin would on the board's Webhooks page (``services.webhook_add``); prints the
+its admin would on the board's Webhooks page (``subscriptions.webhook_add``); prints the
 endpoint's id and its secret. The live-server harness uses it (``Cluster.webhook``)."""
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from boards import selectors, services
-from boards.errors import ServiceError
+from boards.core import selectors
+from boards.core.errors import ServiceError
+from boards.webhooks import subscriptions
 
 
 class Command(BaseCommand):
@@ -21,7 +22,7 @@ class Command(BaseCommand):
         self, *args: object, slug: str, url: str, kinds: list[str], actor: str, **options: object
     ) -> None:
         try:
-            hook, secret = services.webhook_add(
+            hook, secret = subscriptions.webhook_add(
                 board=selectors.board_get(slug), actor=actor, url=url, kinds=kinds
             )
         except ServiceError as exc:

@@ -30,7 +30,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError, connections
 
-from boards import services
+from boards.core import services
 from boards.models import AgentToken, Board, hash_token
 from devtools.demo.team import (
     DemoError,

@@ -1,0 +1,361 @@
+"""The server's edge: a request body over the limit is refused before it is read.
+
+Daphne hands a request to the application only once Twisted has received the
+whole body, and then queues all of it in memory as ``http.request`` messages:
+a 1 GiB POST costs the server about 1 GiB before any view (or ASGI middleware)
+can answer 401 or 413. So the limit is enforced where the bytes arrive, in
+daphne's request class: a declared ``Content-Length`` over the limit, or a
+chunked body that grows past it, is answered 413 at once and the connection is
+closed; nothing of it is kept. ``BodyLimit`` does the same check on the ASGI side
+for any other server.
+
+``install()`` is called by ``kanban.asgi``; it replaces the request class daphne
+builds (``daphne.http_protocol.WebRequest``, looked up per connection).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from array import array
+from collections.abc import Mapping
+from itertools import accumulate
+from typing import Any
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+from django.http.request import split_domain_port, validate_host
+from django.template.loader import render_to_string
+from django.utils.deprecation import MiddlewareMixin
+
+from boards.core.errors import (
+    HeadersTooLarge,
+    PayloadTooLarge,
+    ServiceError,
+    UriTooLong,
+    error_body,
+    store_busy,
+)
+from boards.core.numbers import SEQ_DIGITS
+
+# Room for the MCP JSON-RPC envelope around a tool call's arguments (boards.agents.mcp): the
+# tool API, the hook door and the MCP endpoint each check their exact limit once the body
+# is read; the edge refuses, unread, what no door would take.
+ENVELOPE_BYTES = 16 * 1024
+
+
+def body_limit() -> int:
+    largest = max(int(settings.KANBAN_MAX_BODY_BYTES), int(settings.KANBAN_HOOK_MAX_BODY_BYTES))
+    return largest + ENVELOPE_BYTES
+
+
+# How deep a JSON body may nest. A tool call needs five or six levels (an MCP envelope
+# around a batch's ops and their lists); parsers recurse per level, and a body of
+# 50,000 brackets takes Python's json down with a RecursionError, so depth is counted
+# before any parser sees the body. (NaN, Infinity and NUL are refused once it is parsed:
+# ``tools.unstorable``.)
+JSON_DEPTH_MAX = 64
+# A JSON string, escapes included: what lies between its quotes is no structure.
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_BRACKETS = b"[]{}"
+_OTHER_BYTES = bytes(set(range(256)) - set(_BRACKETS))
+# An opening bracket counts +1, a closing one -1 (as signed bytes).
+_DEPTH_STEPS = bytes.maketrans(_BRACKETS, bytes([1, 255, 1, 255]))
+
+
+def json_problem(raw: bytes) -> str | None:
+    """Why a request body is refused before it is parsed as JSON (nested deeper than
+    ``JSON_DEPTH_MAX`` levels), or None. Every door that parses JSON asks this first.
+
+    Cheap: a body with few brackets is passed by two counts; otherwise its strings are
+    cut out and the brackets summed, at C speed (about 1 ms for a 500-op batch).
+    """
+    opening = raw.count(b"[") + raw.count(b"{")
+    if opening <= JSON_DEPTH_MAX:
+        return None
+    outside = _JSON_STRING.sub(b'""', raw)
+    steps = array("b", outside.translate(_DEPTH_STEPS, _OTHER_BYTES))
+    if max(accumulate(steps), default=0) > JSON_DEPTH_MAX:
+        return f"nested deeper than {JSON_DEPTH_MAX} levels"
+    return None
+
+
+def too_large_body() -> bytes:
+    refusal = PayloadTooLarge(f"Body is larger than {body_limit()} bytes")
+    return json.dumps(error_body(refusal)).encode()
+
+
+class _Discard:
+    """Stands in for the request's body file once the body is refused: keeps nothing."""
+
+    closed = False
+
+    def write(self, data: bytes) -> None:
+        pass
+
+    def read(self, size: int = -1) -> bytes:
+        return b""
+
+    def seek(self, *args: Any) -> int:
+        return 0
+
+    def close(self) -> None:
+        self.closed = True
+
+
+# After the 413 is written the connection stays open this long (or until this much more
+# of the body was thrown away): closing with the client's bytes unread resets the
+# connection, and a client still sending could lose the answer before reading it.
+LINGER_SECONDS = 1.0
+LINGER_BYTES = 16 * 1024 * 1024
+
+
+def _limited_request_class() -> type:
+    from daphne.http_protocol import WebRequest
+    from twisted.internet import reactor as installed
+
+    # Twisted types the module-level reactor as an interface whose stubs mypy misreads.
+    reactor: Any = installed
+
+    class LimitedWebRequest(WebRequest):  # type: ignore[misc, valid-type]
+        """Daphne's request, refusing an oversized body as its bytes arrive."""
+
+        _refused = False
+        _received = 0
+
+        def gotLength(self, length: int | None) -> None:
+            if length is not None and length > body_limit():
+                self._refuse()
+                return
+            super().gotLength(length)
+
+        def handleContentChunk(self, data: bytes) -> None:
+            self._received += len(data)
+            if self._refused:
+                if self._received > LINGER_BYTES:
+                    self._hang_up()
+                return
+            if self._received > body_limit():  # a chunked body that kept growing
+                self._received = 0
+                self._refuse()
+                return
+            super().handleContentChunk(data)
+
+        def process(self) -> Any:
+            if self._refused:  # the whole (declared) body came in the linger time
+                self._hang_up()
+                return None
+            return super().process()
+
+        def _refuse(self) -> None:
+            # Written to the connection directly: the request line is parsed but Twisted
+            # has not yet made it a request (that happens once the body is in), and
+            # finishing it now would make the rest of the body parse as a new request.
+            old = getattr(self, "content", None)
+            if old is not None and hasattr(old, "close"):
+                old.close()
+            self.content = _Discard()
+            self._refused = True
+            body = too_large_body()
+            head = (
+                b"HTTP/1.1 413 Payload Too Large\r\n"
+                b"Content-Type: application/json\r\n"
+                b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body)
+            )
+            if self.channel is not None:
+                self.channel.transport.write(head + body)
+                reactor.callLater(LINGER_SECONDS, self._hang_up)
+
+        def _hang_up(self) -> None:
+            if self.channel is not None and self.channel.transport is not None:
+                self.channel.transport.loseConnection()
+
+    return LimitedWebRequest
+
+
+# The longest request target (path and query) a request may name. Twisted reads a
+# request line of up to 16 KiB and hangs up without a word on a longer one; past this
+# both daphne and ``LineLimit`` answer 414. Every URL of the product is far shorter.
+REQUEST_TARGET_MAX = 8 * 1024
+
+
+def _answer(status: bytes, refusal: ServiceError) -> bytes:
+    """A whole HTTP/1.1 answer with the refusal's JSON, for the connection to close on."""
+    body = json.dumps(error_body(refusal)).encode()
+    return (
+        b"HTTP/1.1 " + status + b"\r\n"
+        b"Content-Type: application/json\r\n"
+        b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body)
+    ) + body
+
+
+def _uri_too_long() -> UriTooLong:
+    return UriTooLong(
+        f"The request's URL is longer than {REQUEST_TARGET_MAX} characters; send what it "
+        "carries in the body instead"
+    )
+
+
+def _limited_channel_factory() -> Any:
+    """Daphne's HTTP/1.1 connection, answering a request line or header too long to read
+    (414, 431) instead of closing the connection silently."""
+    from twisted.web import http
+
+    class LimitedHTTPChannel(http.HTTPChannel):  # type: ignore[misc]
+        def lineLengthExceeded(self, line: bytes) -> None:
+            # Before the request line is complete the channel is still on its first line.
+            if getattr(self, "_HTTPChannel__first_line", 0):
+                answer = _answer(b"414 URI Too Long", _uri_too_long())
+            else:
+                refusal = HeadersTooLarge("A request header is longer than 16 KiB")
+                answer = _answer(b"431 Request Header Fields Too Large", refusal)
+            transport: Any = self.transport  # Twisted's stubs type it loosely
+            transport.write(answer)
+            transport.loseConnection()
+
+    def build(factory: Any) -> Any:
+        # Twisted's own factory of this name picks HTTP/1.1 or HTTP/2 per connection.
+        return http._GenericHTTPChannelProtocol(LimitedHTTPChannel())
+
+    build.limited = True  # type: ignore[attr-defined]
+    return build
+
+
+def install() -> None:
+    """Make daphne (in this process) refuse oversized bodies as they arrive, and answer a
+    request line too long to read."""
+    try:
+        from daphne import http_protocol
+    except ImportError:  # another ASGI server: BodyLimit and LineLimit still answer
+        return
+    if getattr(http_protocol.WebRequest, "_refused", None) is None:
+        http_protocol.WebRequest = _limited_request_class()
+    if not getattr(http_protocol.HTTPFactory.protocol, "limited", False):
+        http_protocol.HTTPFactory.protocol = _limited_channel_factory()
+
+
+class LineLimit:
+    """ASGI middleware: 414 for a request whose path and query string are longer than
+    ``REQUEST_TARGET_MAX`` (any server; daphne also answers before it gets here)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            target = len(scope.get("raw_path") or scope.get("path", "").encode())
+            target += len(scope.get("query_string") or b"") + 1
+            if target > REQUEST_TARGET_MAX:
+                body = json.dumps(error_body(_uri_too_long())).encode()
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 414,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode()),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
+class BodyLimit:
+    """ASGI middleware: 413 for a declared ``Content-Length`` over the limit, unread."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            declared = dict(scope.get("headers") or []).get(b"content-length", b"")
+            # bytes.isdigit() is ASCII only; a run of digits longer than any limit is over it
+            # (and int() refuses runs over 4,300 digits).
+            if declared.isdigit() and (len(declared) > SEQ_DIGITS or int(declared) > body_limit()):
+                body = too_large_body()
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 413,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode()),
+                            (b"connection", b"close"),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
+def _header(scope: Mapping[str, Any], name: bytes) -> str:
+    for key, value in scope.get("headers") or []:
+        if key.lower() == name:
+            return value.decode("latin-1")
+    return ""
+
+
+def expected_origins(scope: Mapping[str, Any]) -> set[str]:
+    """The origins a board page served to this request's host would have.
+
+    A page is same-origin with its socket when scheme, host and port all match:
+    ``http://host:port`` for a ``ws://`` socket, ``https://`` for ``wss://`` (or when
+    the proxy named in ``SECURE_PROXY_SSL_HEADER`` says the client used HTTPS).
+    ``CSRF_TRUSTED_ORIGINS`` adds origins a deployment serves its pages from.
+    """
+    host = _header(scope, b"host").strip().lower()
+    secure = scope.get("scheme") in ("wss", "https")
+    proxy = getattr(settings, "SECURE_PROXY_SSL_HEADER", None)
+    if proxy:
+        name = proxy[0].removeprefix("HTTP_").replace("_", "-").lower().encode()
+        secure = secure or _header(scope, name).split(",")[0].strip() == proxy[1]
+    origins = {o.lower().rstrip("/") for o in getattr(settings, "CSRF_TRUSTED_ORIGINS", [])}
+    if host:
+        scheme = "https" if secure else "http"
+        default = ":443" if secure else ":80"
+        origins.add(f"{scheme}://{host.removesuffix(default)}")
+    return origins
+
+
+class SameOriginValidator:
+    """WebSocket: accept a handshake only from a page of this very origin.
+
+    Channels' ``AllowedHostsOriginValidator`` compares the origin's host alone, so a
+    page on another port of an allowed host (``http://127.0.0.1:9999``) could open a
+    logged-in person's board socket with their cookie. Here the whole origin must
+    match (and the host must be allowed); a handshake without an Origin is refused.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "websocket":
+            origin = _header(scope, b"origin").strip().lower().rstrip("/")
+            domain, _port = split_domain_port(_header(scope, b"host").strip().lower())
+            allowed = validate_host(domain, settings.ALLOWED_HOSTS)
+            if not (allowed and origin and origin in expected_origins(scope)):
+                # Refuse the handshake (HTTP 403), as Channels' validators do.
+                await receive()
+                await send({"type": "websocket.close", "code": 4403})
+                return
+        await self.app(scope, receive, send)
+
+
+class StoreBusyMiddleware(MiddlewareMixin):
+    """A people's page whose write met a database locked past its busy timeout answers
+    503 with Retry-After (nothing was changed), not 500. (``MiddlewareMixin`` keeps it
+    async-capable: a sync-only middleware would run the async views, and their waits,
+    through a thread.)"""
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        busy = store_busy(exception)
+        if busy is None:
+            return None
+        html = render_to_string("boards/notice.html#alert", {"message": busy.message})
+        response = HttpResponse(html, status=busy.status)
+        response["Retry-After"] = str(busy.retry_after)
+        return response

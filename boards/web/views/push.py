@@ -1,0 +1,233 @@
+"""Reaching a person away from the board (SPEC §14): the installable app's manifest and
+service worker (served from the origin's root, so the worker's scope is the whole board),
+the push key and a device's subscription, the person's Devices and Passkeys page, and
+the one-time links a notification's actions post to."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import forms
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
+from django.templatetags.static import static
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from boards.core.errors import (
+    BODY,
+    InvalidInput,
+    ServiceError,
+    Unauthorized,
+    error_body,
+    refuse,
+)
+from boards.models import Board
+from boards.push import devices, keys, links, passkeys
+from boards.web.views.common import HtmxHttpRequest
+
+
+class DeviceRemoveForm(forms.Form):
+    device = forms.IntegerField(min_value=1, max_value=2**31 - 1)
+
+
+class DeviceKindsForm(forms.Form):
+    """Which kinds of waiting item one of the person's devices is pushed."""
+
+    kinds_of = forms.IntegerField(min_value=1, max_value=2**31 - 1)
+    kinds = forms.MultipleChoiceField(choices=list(devices.KINDS.items()), required=False)
+
+
+class PasskeyRemoveForm(forms.Form):
+    passkey = forms.IntegerField(min_value=1, max_value=2**31 - 1)
+
+
+@require_GET
+def manifest(request: HttpRequest) -> HttpResponse:
+    """The web app manifest: the board adds to a phone's home screen."""
+    body = render_to_string("push/manifest.webmanifest")
+    return HttpResponse(body, content_type="application/manifest+json")
+
+
+@require_GET
+def service_worker(request: HttpRequest) -> HttpResponse:
+    """The service worker, at ``/sw.js``: a worker's scope is the folder it is served
+    from, so only the origin's root lets it receive pushes for every page."""
+    body = render_to_string("push/sw.js", {"icon": static("icon-192.png")})
+    response = HttpResponse(body, content_type="text/javascript; charset=utf-8")
+    # A changed worker must reach browsers at their next visit, not after a cache's life.
+    response["Cache-Control"] = "no-cache"
+    response["Service-Worker-Allowed"] = "/"
+    return response
+
+
+def _json_refusal(exc: ServiceError) -> JsonResponse:
+    return JsonResponse(error_body(exc), status=exc.status)
+
+
+def _body(request: HttpRequest) -> Any:
+    try:
+        return json.loads(request.body or b"null")
+    except (ValueError, UnicodeDecodeError):
+        raise InvalidInput("The body is not JSON", field=BODY) from None
+
+
+@require_GET
+def push_key(request: HttpRequest) -> JsonResponse:
+    """The application server key a browser subscribes with (public by nature)."""
+    return JsonResponse({"publicKey": keys.public_key()})
+
+
+@require_POST
+def push_subscribe(request: HttpRequest) -> JsonResponse:
+    """Keep this browser's PushSubscription for the person logged in (CSRF-checked like
+    every page's request); 201 ``{"id"}``."""
+    if not request.user.is_authenticated:
+        return _json_refusal(_logged_out())
+    try:
+        device = devices.device_subscribe(user=request.user, body=_body(request))
+    except ServiceError as exc:
+        return _json_refusal(exc)
+    return JsonResponse({"id": device.pk}, status=201)
+
+
+@csrf_exempt
+@require_POST
+def push_act(request: HttpRequest, token: str) -> JsonResponse:
+    """A push's Approve or Deny: the link is the credential (one-time, bound to its
+    person and the item's exact state), so no session or CSRF token is asked."""
+    try:
+        decided = links.link_act(token)
+    except ServiceError as exc:
+        return _json_refusal(exc)
+    return JsonResponse({"decided": decided})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def person_page(request: HtmxHttpRequest) -> HttpResponse:
+    """The person's own page: the devices told of what waits for them, and passkeys."""
+    if request.method == "POST" and "kinds_of" in request.POST:
+        kindsform = DeviceKindsForm(request.POST)
+        try:
+            if not kindsform.is_valid():
+                raise InvalidInput("Which kinds? Reload the page and try again.", field="kinds")
+            device = devices.device_kinds_set(
+                user=request.user,
+                device_id=kindsform.cleaned_data["kinds_of"],
+                kinds=kindsform.cleaned_data["kinds"],
+            )
+            messages.success(request, f"Saved what {device.name} is told of.")
+        except ServiceError as exc:
+            messages.error(request, exc.message)
+        return redirect("person")
+    if request.method == "POST" and "passkey" in request.POST:
+        keyform = PasskeyRemoveForm(request.POST)
+        try:
+            if not keyform.is_valid():
+                raise InvalidInput("Which passkey? Reload the page and try again.", field="passkey")
+            passkeys.passkey_remove(user=request.user, passkey_id=keyform.cleaned_data["passkey"])
+            messages.success(request, "Passkey removed.")
+        except ServiceError as exc:
+            messages.error(request, exc.message)
+        return redirect("person")
+    if request.method == "POST":
+        form = DeviceRemoveForm(request.POST)
+        if form.is_valid():
+            try:
+                devices.device_remove(user=request.user, device_id=form.cleaned_data["device"])
+                messages.success(request, "Device removed: it gets no more pushes.")
+            except ServiceError as exc:
+                messages.error(request, exc.message)
+        else:
+            messages.error(request, "Which device? Reload the page and try again.")
+        return redirect("person")
+    context = {
+        "devices": devices.devices_of(request.user),
+        "kinds": list(devices.KINDS.items()),
+        "passkeys": passkeys.passkeys_of(request.user),
+        "public_url": settings.KANBAN_PUBLIC_URL,
+    }
+    return render(request, "push/person.html", context)
+
+
+def _logged_in_json(view: Any) -> Any:
+    """A JSON door of the person's own (CSRF-checked like every page's request)."""
+
+    @require_POST
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
+        if not request.user.is_authenticated:
+            return _json_refusal(_logged_out())
+        try:
+            return view(request, *args, **kwargs)
+        except ServiceError as exc:
+            return _json_refusal(exc)
+
+    return wrapper
+
+
+def _object(request: HttpRequest) -> dict[str, Any]:
+    body = _body(request)
+    if not isinstance(body, dict):
+        raise InvalidInput("The body is a JSON object", field=BODY)
+    return body
+
+
+@_logged_in_json
+def passkey_options(request: HttpRequest) -> JsonResponse:
+    """Options for ``navigator.credentials.create``: a new passkey for this person."""
+    return JsonResponse(passkeys.registration_options(user=request.user, session=request.session))
+
+
+@_logged_in_json
+def passkey_add(request: HttpRequest) -> JsonResponse:
+    """Keep the passkey the browser made; 201 ``{"id"}``."""
+    body = _object(request)
+    key = passkeys.passkey_register(
+        user=request.user,
+        session=request.session,
+        credential=body.get("credential"),
+        name=body.get("name") or "",
+    )
+    return JsonResponse({"id": key.pk}, status=201)
+
+
+def _logged_out() -> Unauthorized:
+    """The one refusal of the person's JSON doors when nobody is logged in."""
+    return Unauthorized("Log in first", code="unauthorized")
+
+
+def _board(slug: str) -> Board:
+    board = Board.objects.filter(slug=slug).first()
+    if board is None:
+        raise refuse("board_not_found", slug=slug[:64])
+    return board
+
+
+@_logged_in_json
+def step_up_options(request: HttpRequest, slug: str) -> JsonResponse:
+    """Options for ``navigator.credentials.get``: confirming one item with a passkey."""
+    board = _board(slug)
+    item = _object(request).get("item")
+    options = passkeys.step_up_options(
+        user=request.user, session=request.session, board=board, item=item
+    )
+    return JsonResponse(options)
+
+
+@_logged_in_json
+def step_up_verify(request: HttpRequest, slug: str) -> JsonResponse:
+    """Check the assertion; the person may then approve that item for a few minutes."""
+    board = _board(slug)
+    made = passkeys.step_up_verify(
+        user=request.user,
+        session=request.session,
+        board=board,
+        credential=_object(request).get("credential"),
+    )
+    return JsonResponse({"item": made.item})

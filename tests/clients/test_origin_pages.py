@@ -1,0 +1,86 @@
+"""Which client on which machine (SPEC §13): the roster, the cards and the inbox items
+say it ("codex on build-box · rm -rf dist"), from what the door and forwarder told."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from django.test import Client
+
+from boards.clients import sessions
+from boards.core import services
+from boards.models import Board
+from tests.factories import make_board, make_task, make_token
+
+CWD = "/home/dev/project"
+
+
+@pytest.fixture
+def board(db):
+    return make_board("team", "Team board")
+
+
+def _start(board: Board, client: str, **headers: str) -> None:
+    """The session's first event through its client's door, as the forwarder sends it."""
+    response = Client().post(
+        f"/api/boards/team/hooks/{client}",
+        data=json.dumps({"hook_event_name": "SessionStart", "session_id": "x-1", "cwd": CWD}),
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {make_token(board, 'dev')}", **headers},
+    )
+    assert response.status_code == 200, response.content
+
+
+def _text(html: str) -> str:
+    return " ".join(re.sub(r"<[^>]+>", " ", html).split())
+
+
+def test_roster_card_and_inbox_say_which_client_on_which_machine(board, person_client):
+    task = make_task(board, "Clean the build", actor="dev")
+    services.task_claim(board=board, agent="dev", task_id=task.number)
+    _start(board, "codex", **{"X-Kanban-Host": "build-box", "X-Kanban-Client-Version": "0.171.0"})
+    # A default rule asks before a recursive delete: the call is held for a person (the
+    # door would wait for them; the write path alone holds it).
+    event = {
+        "hook_event_name": "PreToolUse",
+        "session_id": "x-1",
+        "cwd": CWD,
+        "tool_name": "Bash",
+        "tool_input": {"command": "rm -rf dist"},
+    }
+    sessions.session_event(board=board, agent="dev", event=event, client="codex")
+
+    page = _text(person_client.get("/boards/team/").content.decode())
+    assert "codex on build-box · rm -rf dist" in page  # the card of the task dev works on
+    assert "codex on build-box · /home/dev/project" in page  # the roster
+    inbox = _text(person_client.get("/inbox/").content.decode())
+    assert "codex on build-box · rm -rf dist" in inbox
+    assert "codex on build-box 0.171.0" in inbox
+
+
+def test_a_session_without_a_host_says_only_its_client(board, person_client):
+    _start(board, "gemini")
+    page = _text(person_client.get("/boards/team/").content.decode())
+    assert "gemini · /home/dev/project" in page
+    assert "gemini on" not in page
+
+
+def test_the_connect_page_says_what_connect_writes_and_each_clients_limits(board, person_client):
+    page = _text(person_client.get("/boards/team/connect/").content.decode())
+    assert "agent-kanban connect --url http://testserver/boards/team/ --token" in page
+    for name in ("Codex", "GitHub Copilot CLI", "Gemini CLI", "Qwen Code", "opencode"):
+        assert name in page
+    assert "$COPILOT_HOME/hooks/agent-kanban.json" in page
+    assert "PascalCase" in page
+    assert "/hooks" in page and "/etc/codex/hooks.json" in page  # Codex's trust step
+    assert "ends with its rule's fallback 55 s after it" in page  # Qwen's cap
+    assert "opencode/plugin/agent-kanban.js" in page
+
+
+def test_the_rules_page_says_which_clients_a_rule_covers(board, person_client):
+    page = _text(person_client.get("/boards/team/gates/").content.decode())
+    assert "Which clients a rule covers" in page
+    assert "Claude Code, Codex, Copilot CLI, Gemini CLI, Qwen Code and opencode" in page
+    assert "at most 55 s after it" in page
