@@ -182,6 +182,10 @@ class Server:
         except OSError:
             return "(no log)"
 
+    def dump_stacks(self) -> None:
+        """Have the server print every thread's stack into its log (kanban/asgi.py)."""
+        self.send(signal.SIGUSR1)
+
     def log_tail(self, lines: int = 40) -> str:
         return "\n".join(self.log().splitlines()[-lines:])
 

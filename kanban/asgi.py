@@ -5,7 +5,9 @@ middleware in the chain must be async-capable, or Django runs the whole request
 in a worker thread and each waiting TaskWatch would hold one.
 """
 
+import faulthandler
 import os
+import signal
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kanban.settings")
 
@@ -15,6 +17,10 @@ from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
 
 django_asgi_app = get_asgi_application()
+
+# `kill -USR1 <pid>` prints every thread's stack to stderr: how an operator (or a test that
+# saw a request hang) finds what a stuck server is waiting on, without stopping it.
+faulthandler.register(signal.SIGUSR1, all_threads=True)
 
 from boards import boot  # noqa: E402
 from boards.agents.mcp import mcp_app  # noqa: E402

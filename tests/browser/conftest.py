@@ -166,7 +166,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         report.sections.append(("browser", "\n".join(opened.log) or "(nothing)"))
     srv = funcargs.get("server")
     if isinstance(srv, Server):
-        report.sections.append(("daphne log (tail)", srv.log_tail()))
+        # Thread stacks, when a test asked the server for them, run to about 300 lines.
+        report.sections.append(("daphne log (tail)", srv.log_tail(400)))
 
 
 @pytest.fixture(scope="session")

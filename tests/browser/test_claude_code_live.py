@@ -450,6 +450,7 @@ def test_a_held_call_nobody_answers_ends_with_the_fallback_at_the_rules_wait(
 # -- many sessions at once -------------------------------------------------------------------------
 
 SESSIONS = 5
+STUCK_SECONDS = 10
 CALLS = 50
 HTTP_HEADERS = {  # what the CLI's http hooks send (docs/claude-code-hooks.md)
     "Content-Type": "application/json",
@@ -573,8 +574,17 @@ def run_burst(board: ClaudeBoard, page: Page, cluster: Cluster) -> Burst:
     lock = threading.Lock()
 
     def send(agent: str, payload: dict[str, Any]) -> None:
+        # A post that takes this long is stuck: the server prints its threads' stacks into
+        # its log, which a failure shows.
+        watchdog = threading.Timer(STUCK_SECONDS, board.server.dump_stacks)
+        watchdog.start()
         began = time.perf_counter()
-        status, _headers, answer = post_hook(url, board.token, json.dumps(payload).encode(), agent)
+        try:
+            status, _headers, answer = post_hook(
+                url, board.token, json.dumps(payload).encode(), agent
+            )
+        finally:
+            watchdog.cancel()
         took = time.perf_counter() - began
         assert (status, answer) == (200, {}), (payload["hook_event_name"], status, answer)
         if payload["hook_event_name"] in latency:
