@@ -271,7 +271,7 @@ def _apply(
         )
     if created:
         _check_sessions_cap(board, agent)
-    was = (session.state, session.doing)
+    was = (session.state, session.doing, session.goal)
     looping = session.repeats >= REPEATS_NO_PROGRESS
     if name in LOOP_RESETS:
         session.repeats, session.last_call_key = 0, ""
@@ -309,6 +309,7 @@ def _apply(
     elif name == "UserPromptSubmit":
         session.state = SessionState.WORKING
         session.doing = "Working on: " + " ".join(str(event.get("prompt", "")).split())[:200]
+        session.goal = goal_of(event.get("prompt")) or session.goal
     elif name == "SubagentStart":
         running = [a for a in session.running_subagents if a.get("id") != event.get("agent_id")]
         running.append({"id": str(event.get("agent_id") or "")[:128], "type": subagent or ""})
@@ -382,9 +383,20 @@ def _apply(
         )
         # The cards its agent holds say whether it is there (``states.agent_state``).
         work.touch_held_by(agent)
-    elif (session.state, session.doing) != was or created:
+    elif (session.state, session.doing, session.goal) != was or created:
         events.publish_later(board.pk, agent)
     return verdict
+
+
+def goal_of(prompt: Any) -> str:
+    """A prompt as a session keeps it for its goal: printable text (line breaks kept),
+    trimmed, at most ``limits.SESSION_GOAL_MAX`` characters ("" when there is none)."""
+    if not isinstance(prompt, str):
+        return ""
+    kept = "".join(ch for ch in prompt if ch.isprintable() or ch in "\n\t").strip()
+    if len(kept) > limits.SESSION_GOAL_MAX:
+        kept = kept[: limits.SESSION_GOAL_MAX - 1].rstrip() + "…"
+    return kept
 
 
 def _record_loop(work: Work, session: ClientSession, ended: bool) -> None:

@@ -45,6 +45,9 @@ NOTE_MAX = 2_000
 QUERY_MAX = 200
 # The model an agent names in a usage report.
 MODEL_MAX = 100
+# A coding client's session keeps its person's latest prompt (its goal) this long: enough
+# to judge a held call by, not the whole conversation.
+SESSION_GOAL_MAX = 2_000
 # Event rows keep long texts shortened: the task itself has them in full.
 EVENT_VALUE_MAX = 500
 

@@ -26,6 +26,7 @@ ACTIONS: dict[str, Role] = {
     "message": Role.OPERATOR,
     "retry": Role.OPERATOR,
     "priority": Role.OPERATOR,
+    "labels": Role.OPERATOR,
     "unblock": Role.OPERATOR,
     # decisions on what needs a person (SPEC §12)
     "reopen": Role.OPERATOR,

@@ -5,6 +5,7 @@ from datetime import datetime
 
 from django.db import models
 
+from boards.core import limits
 from boards.core.states import SessionState
 from boards.models.tasks import Board
 
@@ -25,6 +26,9 @@ class ClientSession(models.Model):
     permission_mode = models.CharField(max_length=32, blank=True)
     state = models.CharField(max_length=16, choices=SessionState.choices, default=SessionState.IDLE)
     doing = models.CharField(max_length=300, blank=True)
+    # The person's latest prompt (``UserPromptSubmit``), shortened: what the session is
+    # for, which a person deciding one of its held calls needs to see.
+    goal = models.CharField(max_length=limits.SESSION_GOAL_MAX, blank=True)
     # The last few tool calls: {"id", "tool", "doing", "outcome", "ms", "at"}, newest last.
     calls = models.JSONField(default=list, blank=True)
     subagents = models.PositiveIntegerField(default=0)

@@ -89,14 +89,16 @@ def board_context(board: Board, chosen: BoardFilter | None = None) -> dict[str, 
         "columns": columns,
         "stale": stale_agents(roster),
         "owners": sorted(shown_owners | {r["name"] for r in roster}),
-        "labels": list(
-            Label.objects.filter(board=board)
-            .order_by("name")
-            .values_list("name", flat=True)
-            .distinct()
-        ),
+        "labels": board_labels(board),
         "filter": chosen,
     }
+
+
+def board_labels(board: Board) -> list[str]:
+    """The labels the board's tasks carry, by name (the label filter's choices)."""
+    return list(
+        Label.objects.filter(board=board).order_by("name").values_list("name", flat=True).distinct()
+    )
 
 
 def filtered_counts(board: Board, filters: selectors.TaskFilter) -> dict[str, int]:

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
-from django.http import Http404, HttpResponse
+from django.http import Http404, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from boards.clients import sessions
-from boards.core import numbers, permissions, selectors, services
+from boards.core import limits, numbers, permissions, selectors, services
 from boards.core.errors import InvalidInput, ServiceError
 from boards.core.fields import PANEL
 from boards.core.rules import awaits_person
@@ -29,7 +31,8 @@ from boards.models import (
     Task,
 )
 from boards.needs import decisions
-from boards.web.rendering import DROP_STATUS, header_context
+from boards.web.filters import board_filter
+from boards.web.rendering import DROP_STATUS, board_labels, header_context
 from boards.web.views.common import (
     HtmxHttpRequest,
     TaskAction,
@@ -135,6 +138,7 @@ def _detail_context(board: Board, number: int, role: Role) -> dict[str, Any]:
         "readiness": selectors.readiness(board, view.task),
         "priorities": Priority.choices,
         "can": permissions.capabilities(role),
+        "labels_text_max": LABELS_TEXT_MAX,
     }
 
 
@@ -243,6 +247,24 @@ def _plain(**fields: Callable[[HtmxHttpRequest], Any]) -> TaskAction:
     return act
 
 
+# What the labels box may hold: ``LABELS_MAX`` labels of ``LABEL_MAX`` characters and
+# their separators; anything longer is refused before it is split.
+LABELS_TEXT_MAX = limits.LABELS_MAX * (limits.LABEL_MAX + 2)
+
+
+def _posted_labels(request: HtmxHttpRequest) -> list[str]:
+    """The labels a person typed: separated by commas, or by spaces when there is no comma
+    (a label may hold a space: "needs review, db"). Empty sets none. Each is checked, and
+    their number bounded, by the service (``services.labels``)."""
+    typed = request.POST.get("labels", "")
+    if len(typed) > LABELS_TEXT_MAX:
+        raise InvalidInput(
+            f"labels: at most {LABELS_TEXT_MAX} characters (got {len(typed)})", field="labels"
+        )
+    parts = typed.split(",") if "," in typed else typed.split()
+    return [part.strip() for part in parts if part.strip()]
+
+
 def _posted_chain(request: HtmxHttpRequest) -> list[int]:
     """The tasks the panel showed "cancel the chain" would cancel, as it posts them back."""
     numbers_shown = []
@@ -295,6 +317,7 @@ TASK_ACTIONS: dict[str, TaskAction] = {
         board=board, person=_person(request), task_id=number, note=request.POST.get("note", "")
     ),
     "priority": _plain(priority=lambda request: request.POST.get("priority")),
+    "labels": _plain(labels=_posted_labels),
     # Going on without a blocker (e.g. one that failed) is a person's decision.
     "unblock": _plain(remove_blocked_by=lambda request: [request.POST.get("blocker", "")]),
     "message": _act_message,
@@ -337,8 +360,26 @@ def task_action(
             return tell_asked(request, done)
         return redirect("board", slug=board.slug)
     if request.htmx:
-        return _detail_response(request, board, role, number)
+        response = _detail_response(request, board, role, number)
+        if action == "labels":
+            _add_label_filter(request, board, response)
+        return response
     return redirect(reverse("task", args=[board.slug, number]))
+
+
+def _add_label_filter(request: HtmxHttpRequest, board: Board, response: HttpResponse) -> None:
+    """Labels set from the board page: its label filter offers them at once, keeping the
+    label it is filtered by (read from the page's address). Other open pages have the new
+    label on the card (pushed) and in their filter on their next load."""
+    page = urlsplit(request.htmx.current_url or "")
+    if page.path != reverse("board", args=[board.slug]):
+        return
+    context = {
+        "labels": board_labels(board),
+        "filter": board_filter(QueryDict(page.query)),
+        "oob": True,
+    }
+    response.content += render_to_string("boards/board.html#label-filter", context).encode()
 
 
 # A held call's actions that approve it and allow the same call from now on, by scope.
