@@ -4,6 +4,7 @@ session, a skill's shell line gated like a Bash call."""
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -90,6 +91,23 @@ def test_a_subagents_calls_are_marked_and_the_session_works_while_it_runs(board,
     assert session["state"] == "working"
     send(token, hook("SubagentStop", agent_transcript_path="/t", stop_hook_active=False, **inside))
     assert calls(token)["state"] == "idle"
+
+
+@pytest.mark.django_db
+def test_a_subagents_calls_are_marked_on_the_board_page(board, token, person_client):
+    inside = {"agent_id": "a-1", "agent_type": "Explore"}
+    send(token, hook("SubagentStart", **inside))
+    send(token, bash("ls", use="tu-1") | inside)
+    send(token, bash("pwd", use="tu-2"))
+
+    page = person_client.get("/boards/team/").content.decode()
+
+    calls = re.findall(r'<li class="call call--[a-z]+"[^>]*>.*?</li>', page, re.S)
+    assert len(calls) == 2, calls
+    pwd, ls = calls  # newest first
+    assert 'data-subagent="Explore"' in ls
+    assert re.search(r'<span class="call-subagent"[^>]*>Explore ·</span> Running `ls`', ls), ls
+    assert "data-subagent" not in pwd and "call-subagent" not in pwd and "Running `pwd`" in pwd
 
 
 @pytest.mark.django_db

@@ -186,11 +186,42 @@ def test_agent_kanban_answers_its_version_and_lists_every_management_command(ins
     args = ("connect", "--url", url, "--token", "ak_x", "--client", "claude-code", "--dry-run")
     dry = installed.run(*args)
     assert dry.returncode == 0, dry.stderr
-    assert "would write" in dry.stdout and "kanban-hook --client claude-code" in dry.stdout
+    assert "would write" in dry.stdout
+    # The fast form: the venv's own Python, -I -S, the installed forwarder's directory.
+    fast = re.search(
+        rf"({re.escape(str(installed.command.parent))}/python[0-9.]*) -I -S -c "
+        r"'import sys;sys.path.append\(sys.argv.pop\(1\)\);import forwarder;"
+        r"sys.exit\(forwarder.main\(\)\)' (/\S+/site-packages/boards/clients) "
+        r"--client claude-code --timeout 3630 \|\| ",
+        dry.stdout,
+    )
+    assert fast, dry.stdout
     home = Path(installed.env["HOME"])
     assert not (home / ".claude").exists()
     assert not (home / ".config" / "agent-kanban").exists()
     assert not list(installed.work.iterdir())
+
+    # Written for real (in a HOME of its own), its gated command runs from the wheel: the
+    # board at port 9 is away, so the call is blocked, naming it.
+    elsewhere = installed.work.parent / "connect-home"
+    elsewhere.mkdir()
+    env = {**installed.env, "HOME": str(elsewhere)}
+    subprocess.run(
+        [str(installed.command), *args[:-1]], env=env, check=True, capture_output=True, timeout=60
+    )
+    settings = json.loads((elsewhere / ".claude" / "settings.json").read_text())
+    gate = settings["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+    event = {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {}}
+    blocked = subprocess.run(
+        ["/bin/sh", "-c", gate],
+        input=json.dumps(event),
+        env={"HOME": str(elsewhere), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert blocked.returncode == 2, blocked
+    assert "The Agent Kanban board at http://127.0.0.1:9/" in blocked.stderr
 
 
 class Server:

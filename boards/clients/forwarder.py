@@ -27,7 +27,14 @@ be longer, since a hook it kills gives no verdict and the call runs.
 
 At little cost (SPEC §11): the client pays for every run, so this module imports only
 modules built into the interpreter (raw HTTP/1.1 on a socket; ``ssl`` only for https)
-and runs as a plain file too: ``python3 -I -S forwarder.py``. No Django, no board code.
+and needs neither ``site`` nor the package around it. ``agent-kanban connect`` writes
+it in its fast form, this file's directory as the first argument, imported as a module
+of its own from its cached bytecode (``boards.clients.setup.forwarder``)::
+
+    /usr/bin/python3 -I -S -c 'import sys;sys.path.append(sys.argv.pop(1));import
+    forwarder;sys.exit(forwarder.main())' /…/boards/clients --client claude-code …
+
+No Django, no board code.
 """
 
 import _json

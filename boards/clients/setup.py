@@ -1,10 +1,11 @@
 """``connect``: every installed coding client's user-scope hooks, written to go through
-``kanban-hook --client NAME`` to one board (SPEC §13).
+the forwarder (``kanban-hook``, run in its fast form: see :func:`forwarder`) with
+``--client NAME`` to one board (SPEC §13).
 
 For each client, the file its hooks live in and what goes in it; merged into what the
 file already says (other keys and other hooks kept), our entries known by their command
-(``kanban-hook … --client``), so running it again replaces them and ``remove`` takes
-them out. The board's URL and token go to ``$XDG_CONFIG_HOME/agent-kanban/boards.json``
+(:func:`ours`: ``kanban-hook … --client`` or the fast form), so running it again
+replaces them and ``remove`` takes them out. The board's URL and token go to ``$XDG_CONFIG_HOME/agent-kanban/boards.json``
 (mode 0600), which the forwarder and the opencode plugin read. Plain files and JSON: no
 Django, so a person's machine needs only the project installed.
 """
@@ -16,6 +17,7 @@ import os
 import re
 import shlex
 import shutil
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +25,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from boards.clients import registry
+from boards.clients.forwarder import GATED_EVENTS
 
 # What a client runs to find it on PATH.
 BINARIES = {
@@ -40,6 +43,24 @@ QUICK_SECONDS = 10
 CLIENT_MARGIN_SECONDS = 30
 BOARD_URL = re.compile(r"^(?P<prefix>.*?)/boards/(?P<slug>[-a-zA-Z0-9_]+)/?$")
 PLUGIN = Path(__file__).with_name("opencode_plugin.js")
+# Where forwarder.py is: the fast form imports it from there as a module of its own.
+FORWARDER_DIR = Path(__file__).resolve().parent
+# The fast form's program (``python -I -S -c``): the directory comes as its first argument,
+# so this text is the same on every machine and :func:`ours` knows the command by it.
+# Appended, not prepended, to the path: no file beside the forwarder can stand in for a
+# module of the standard library (``ssl`` imports a dozen for https).
+FAST_MARK = "import forwarder;sys.exit(forwarder.main())"
+FAST_ENTRY = "import sys;sys.path.append(sys.argv.pop(1));" + FAST_MARK
+# A gated call's command blocks (exit 2, with a reason) when the forwarder did not run at
+# all: an interpreter gone (a venv deleted, a Python upgraded) exits 127, a broken install
+# 1, and the clients read any status but 2 as "no verdict", so the call would run. The
+# forwarder's own 2 passes as it is, its reason already on stderr.
+GUARD = (
+    " || { [ $? = 2 ] || echo 'kanban-hook did not run, so this tool call is blocked: "
+    "run agent-kanban connect again' >&2; exit 2; }"
+)
+# Gated like a tool call but held for a person too: a skill's shell line (Claude Code).
+HELD_EVENTS = frozenset({"PreSkillShellCommand"})
 
 
 class SetupError(Exception):
@@ -95,18 +116,36 @@ def installed(env: Mapping[str, str]) -> list[str]:
     return [name for name, binary in BINARIES.items() if shutil.which(binary, path=path)]
 
 
-def forwarder(env: Mapping[str, str]) -> str:
-    """The forwarder as the hooks run it: where it is installed, else by name."""
-    return shutil.which("kanban-hook", path=env.get("PATH", "")) or "kanban-hook"
+def forwarder(python: str | None = None) -> str:
+    """The forwarder as the hooks run it, as shell words: this interpreter by its absolute
+    path, isolated (``-I``: no environment, no user site, no current directory on the path)
+    and without ``site`` (``-S``), importing ``forwarder.py`` from its cached bytecode. The
+    console script ``kanban-hook`` pays for ``site`` and the editable install's finder on
+    every run (about 40 ms; a pyenv shim on PATH several times that); this form starts
+    about as fast as a bare ``python3 -I -S -c pass``. The forwarder imports nothing
+    outside the interpreter, so it needs neither. With no interpreter known (an embedded
+    Python), the console script by name."""
+    python = sys.executable if python is None else python
+    if not python:
+        return "kanban-hook"
+    return shlex.join([python, "-I", "-S", "-c", FAST_ENTRY, str(FORWARDER_DIR)])
 
 
-def _command(hook: str, client: str, seconds: int) -> str:
-    return f"{shlex.quote(hook)} --client {client} --timeout {seconds}"
+def command(hook: str, client: str, seconds: int, *, gated: bool) -> str:
+    """One hook's command line: the forwarder (``hook``, shell words) for ``client``,
+    waiting ``seconds`` for the board; a gated event's blocks even if it cannot start."""
+    line = f"{hook} --client {client} --timeout {seconds}"
+    return line + GUARD if gated else line
 
 
 def ours(command: Any) -> bool:
-    """Whether a hook command is one ``connect`` wrote."""
-    return isinstance(command, str) and "kanban-hook" in command and "--client" in command
+    """Whether a hook command is one ``connect`` wrote: the console script
+    (``kanban-hook … --client``, as earlier versions wrote it) or the fast form."""
+    return (
+        isinstance(command, str)
+        and "--client" in command
+        and ("kanban-hook" in command or FAST_MARK in command)
+    )
 
 
 @dataclass
@@ -205,14 +244,18 @@ def client_change(client: str, home: Home, *, hook: str, remove: bool, system: b
         held = min(held, row.holds_at_most - 2)
 
     def seconds(event: str) -> int:
-        return held if event == row.gated else QUICK_SECONDS
+        return held if event == row.gated or event in HELD_EVENTS else QUICK_SECONDS
 
-    def command(event: str, unit: int = 1, key: str = "timeout") -> dict[str, Any]:
+    def line(event: str) -> str:
+        gated = event == row.gated or event in GATED_EVENTS
+        return command(hook, client, seconds(event), gated=gated)
+
+    def entry(event: str, unit: int = 1, key: str = "timeout") -> dict[str, Any]:
         wait = seconds(event)
         timeout = wait + CLIENT_MARGIN_SECONDS
         if row.holds_at_most is not None:
             timeout = min(timeout, row.holds_at_most)
-        return {"type": "command", "command": _command(hook, client, wait), key: timeout * unit}
+        return {"type": "command", "command": line(event), key: timeout * unit}
 
     if client in ("claude-code", "codex", "qwen"):
         path = {
@@ -227,12 +270,12 @@ def client_change(client: str, home: Home, *, hook: str, remove: bool, system: b
                 "and trust them once (or run connect again with --system, as root, to "
                 "install them as managed in /etc/codex/hooks.json)."
             )
-        hooks = None if remove else _layout_hooks(row.events, row.gated, command)
+        hooks = None if remove else _layout_hooks(row.events, row.gated, entry)
         return _settings_change(client, path, hooks, advice)
     if client == "gemini":
         hooks = None
         if not remove:
-            hooks = _layout_hooks(row.events, row.gated, lambda e: command(e, unit=1000))
+            hooks = _layout_hooks(row.events, row.gated, lambda e: entry(e, unit=1000))
         return _settings_change(client, home.home / ".gemini" / "settings.json", hooks)
     if client == "copilot":
         path = home.copilot()
@@ -242,7 +285,7 @@ def client_change(client: str, home: Home, *, hook: str, remove: bool, system: b
             event: [
                 {
                     "type": "command",
-                    "bash": _command(hook, client, seconds(event)),
+                    "bash": line(event),
                     "timeoutSec": seconds(event) + CLIENT_MARGIN_SECONDS,
                 }
             ]

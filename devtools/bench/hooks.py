@@ -5,9 +5,15 @@ board, in interleaved rounds:
 
 * a tool call (``Bash: true``) with no hooks, with the Connect block, and with the same
   block whose commands are ``true`` (what the client pays for hooks at all): the gap
-  between the model's successive requests, p50;
-* the forwarder's own part: its run (a ``PreToolUse`` on stdin, answered by the board)
-  less the board's answer to the same request, against a bare ``python3 -I -S -c pass``;
+  between the model's successive requests, p50. The block's commands are the ones
+  ``agent-kanban connect`` writes (``setup.forwarder``/``setup.command``: this Python,
+  ``-I -S``, the forwarder imported from its cached bytecode, a gated event's command
+  guarded), reading the board and token from a ``boards.json`` that connect's own code
+  writes; with ``--hook-connect-file``, also the whole file connect writes for Claude
+  Code (every event a command), beside them, with no target;
+* the forwarder's own part: connect's PreToolUse command run as the client runs it
+  (``sh -c``, a ``PreToolUse`` on stdin, answered by the board) less the board's answer
+  to the same request, against a bare ``python3 -I -S -c pass`` (the same interpreter);
 * the hook door against the tool API's 401 floor (a refused token), one connection each.
 """
 
@@ -16,9 +22,6 @@ from __future__ import annotations
 import http.client
 import itertools
 import json
-import os
-import shlex
-import shutil
 import subprocess
 import sys
 import time
@@ -27,27 +30,19 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from boards.clients import claude_code
+from boards.clients import claude_code, setup
 from devtools.liveserver import Cluster
 from tests.anthropic_standin import AnthropicStandin, Text, ToolUse
 from tests.claude_cli import run_claude
 
 from .common import bench_cluster, board, percentile
 
-FORWARDER = Path(__file__).resolve().parents[2] / "boards" / "clients" / "forwarder.py"
-PYTHON = shutil.which("python3") or sys.executable
-# The forwarder imported from its cached bytecode: as a script (``python3 -I -S file``) it
-# is compiled on every run, which costs more than the interpreter's start.
-LEAN = shlex.join(
-    [
-        PYTHON,
-        "-I",
-        "-S",
-        "-c",
-        f"import sys;sys.path[:0]=[{str(FORWARDER.parent)!r}];"
-        "import forwarder;sys.exit(forwarder.main())",
-    ]
-)
+# The interpreter connect writes into the hooks (the one running it: never a pyenv shim
+# or whatever ``python3`` on PATH is, which may be a shell script that costs more than
+# the interpreter it starts), and the bare start it is measured against.
+PYTHON = sys.executable
+FORWARDER = setup.forwarder(PYTHON)
+COMMAND_EVENTS = ("SessionStart", "PreToolUse", "PreSkillShellCommand", "TaskCompleted")
 TARGETS = {"block_x_none": 2.0, "board_x_bare": 3.0, "forwarder_x_bare": 2.0, "door_x_floor": 2.0}
 
 
@@ -55,15 +50,31 @@ def _p50(samples: list[float]) -> float:
     return round(percentile(samples, 50), 1)
 
 
+def _connect_command(event: str, seconds: int) -> str:
+    return setup.command(FORWARDER, "claude-code", seconds, gated=event in setup.GATED_EVENTS)
+
+
 def _block(hook_url: str, true_commands: bool) -> dict[str, Any]:
-    settings = claude_code.claude_settings(hook_url, 300, forwarder=LEAN)
-    if true_commands:
-        for entries in settings["hooks"].values():
-            for entry in entries:
-                for hook in entry["hooks"]:
-                    if hook["type"] == "command":
-                        hook["command"] = "true"
+    """The Connect block, its commands as connect writes them (or ``true``); the board and
+    token from boards.json, as after ``connect``."""
+    settings = claude_code.claude_settings(hook_url, 300)
+    settings["env"].pop("KANBAN_HOOK_URL")
+    for event, entries in settings["hooks"].items():
+        for entry in entries:
+            for hook in entry["hooks"]:
+                if hook["type"] == "command":
+                    seconds = hook["timeout"] - setup.CLIENT_MARGIN_SECONDS
+                    hook["command"] = "true" if true_commands else _connect_command(event, seconds)
     return settings
+
+
+def _connect_file(home: Path) -> dict[str, Any]:
+    """The settings file ``connect --client claude-code`` writes (every event a command)."""
+    change = setup.client_change(
+        "claude-code", setup.Home(home, {}), hook=FORWARDER, remove=False, system=False
+    )
+    assert change.text is not None
+    return json.loads(change.text)
 
 
 def _session_gaps(
@@ -82,10 +93,15 @@ def _session_gaps(
             timeout=600,
         )
         stamps = [r.at for r in api.main_loop]
+        results = [r.text for r in api.tool_results()]
     if run.returncode != 0 or len(stamps) < calls + 1:
         raise RuntimeError(
             f"claude ended {run.returncode} after {len(stamps)} turns: {run.stderr[-300:]}"
         )
+    # A call the hooks blocked (no board found, say) still ends a turn: count only ran ones.
+    refused = [text for text in results if "completed with no output" not in text]
+    if refused:
+        raise RuntimeError(f"{len(refused)} of {calls} calls did not run: {refused[0][:300]}")
     return [(b - a) * 1000 for a, b in itertools.pairwise(stamps)]
 
 
@@ -96,7 +112,9 @@ def _timed(fn: Callable[[], object]) -> float:
 
 
 def _run(command: list[str], stdin: bytes, env: dict[str, str]) -> None:
-    subprocess.run(command, input=stdin, env=env, capture_output=True, check=True)  # noqa: S603
+    done = subprocess.run(command, input=stdin, env=env, capture_output=True)  # noqa: S603
+    if done.returncode != 0 or done.stderr:
+        raise RuntimeError(f"{command[:3]} ended {done.returncode}: {done.stderr[-300:]!r}")
 
 
 def _post(url: str, token: str, body: bytes) -> int:
@@ -124,22 +142,26 @@ def hooks(workdir: Path, options: dict[str, Any]) -> dict[str, Any]:
         base = cluster.start()
         agent = board(cluster, "hooks")
         hook_url = f"{base}/api/boards/{agent.slug}/hooks/claude-code"
-        env = {"KANBAN_TOKEN": agent.token, "KANBAN_AGENT": "", "KANBAN_HOOK_URL": hook_url}
-        sessions: dict[str, list[float]] = {
-            "no hooks": [],
-            "Connect block": [],
-            "block, true commands": [],
-        }
+        # boards.json as connect writes it: the forwarder finds the board and token there.
+        machine = workdir / "machine"
+        home = setup.Home(machine, {"XDG_CONFIG_HOME": str(machine / "config")})
+        connected = setup.boards_change(
+            home, setup.board_of(f"{base}/boards/{agent.slug}/"), agent.token, "", remove=False
+        )
+        setup.apply(connected)
+        env = {"KANBAN_TOKEN": agent.token, "KANBAN_AGENT": "", **home.env}
         configs = {
             "no hooks": {},
             "Connect block": _block(hook_url, False),
             "block, true commands": _block(hook_url, True),
         }
+        if options.get("hook_connect_file"):
+            configs["connect's file"] = _connect_file(machine)
+        sessions: dict[str, list[float]] = {name: [] for name in configs}
         per_round = max(1, calls // rounds)
         for n in range(rounds):
-            for name, settings in configs.items():
-                where = workdir / f"run-{n}-{len(sessions[name])}-{name.split()[0]}"
-                sessions[name] += _session_gaps(where, settings, per_round, env)
+            for i, (name, settings) in enumerate(configs.items()):
+                sessions[name] += _session_gaps(workdir / f"run-{n}-{i}", settings, per_round, env)
 
         event = json.dumps(
             {
@@ -151,8 +173,9 @@ def hooks(workdir: Path, options: dict[str, Any]) -> dict[str, Any]:
                 "tool_use_id": "toolu_bench",
             }
         ).encode()
-        run_env = {"PATH": os.environ.get("PATH", ""), **env}
-        lean = [*shlex.split(LEAN), "--client", "claude-code", "--timeout", "30"]
+        run_env = {"PATH": "/usr/bin:/bin", **env}
+        # As the client runs it: connect's PreToolUse command, through a shell.
+        forwarder = ["/bin/sh", "-c", _connect_command("PreToolUse", 30)]
         bare = [PYTHON, "-I", "-S", "-c", "pass"]
         tool_url = f"{base}/api/boards/{agent.slug}/tools/TaskList"
         parts: dict[str, list[float]] = {
@@ -162,7 +185,7 @@ def hooks(workdir: Path, options: dict[str, Any]) -> dict[str, Any]:
             "401 floor": [],
         }
         for _ in range(calls):
-            parts["forwarder"].append(_timed(lambda: _run(lean, event, run_env)))
+            parts["forwarder"].append(_timed(lambda: _run(forwarder, event, run_env)))
             parts["bare start"].append(_timed(lambda: _run(bare, b"", run_env)))
             parts["door"].append(_timed(lambda: _post(hook_url, agent.token, event)))
             parts["401 floor"].append(_timed(lambda: _post(tool_url, "ak_not_a_token", b"{}")))
@@ -179,7 +202,7 @@ def hooks(workdir: Path, options: dict[str, Any]) -> dict[str, Any]:
     return {
         "calls": calls,
         "rounds": rounds,
-        "forwarder": LEAN,
+        "forwarder": forwarder[2],
         "p50_ms": p50,
         "ratios": ratios,
         "missed": [name for name, ratio in ratios.items() if ratio > TARGETS[name]],
@@ -190,6 +213,7 @@ def report_hooks(figures: dict[str, Any], write: Callable[[str], object]) -> Non
     write(
         f"\n== Claude Code hooks: {figures['calls']} Bash calls, {figures['rounds']} rounds, p50 ms"
     )
+    write(f"connect's PreToolUse command: {figures['forwarder']}")
     for name, ms in figures["p50_ms"].items():
         write(f"{name:24} {ms:8.1f}")
     for name, ratio in figures["ratios"].items():

@@ -7,8 +7,6 @@ import json
 import os
 import re
 import subprocess
-import sys
-import textwrap
 import threading
 import time
 import urllib.request
@@ -22,35 +20,15 @@ from tests.npm import npm_ci
 ROOT = Path(__file__).resolve().parents[2]
 TESTS = ROOT / "tests"
 
-# The hooks run ``kanban-hook`` from PATH: this checkout's forwarder. Before the forwarder
-# read ``--client`` and boards.json itself, the door and token are read from boards.json
-# here; once it does, it is run as it is.
-SHIM = textwrap.dedent(
-    """\
-    #!{python}
-    import json, os, sys
-    sys.path.insert(0, {root!r})
-    from boards.clients import forwarder
-    if hasattr(forwarder, "CLIENTS"):
-        raise SystemExit(forwarder.main())
-    args = sys.argv[1:]
-    at = args.index("--client")
-    client = args[at + 1]
-    del args[at : at + 2]
-    config = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
-    with open(os.path.join(config, "agent-kanban", "boards.json")) as handle:
-        board = json.load(handle)["boards"][0]
-    prefix, slug = board["url"].rstrip("/").rsplit("/boards/", 1)
-    os.environ["KANBAN_TOKEN"] = board["token"]
-    url = prefix + "/api/boards/" + slug + "/hooks/" + client
-    raise SystemExit(forwarder.main(["--url", url, *args]))
-    """
-)
-
 
 @dataclass
 class Machine:
-    """A person's machine: a scratch HOME with ``kanban-hook`` on PATH and a project."""
+    """A person's machine: a scratch HOME, a folder of its own on PATH, and a project.
+
+    Its clients run the hooks as ``connect`` writes them: this checkout's forwarder in its
+    fast form (the Python that ran ``connect``, ``-I -S``), so nothing named kanban-hook
+    is on PATH and the PYTHONPATH the clients pass on is not read.
+    """
 
     home: Path
     bin: Path
@@ -61,9 +39,6 @@ class Machine:
         machine = cls(root / "home", root / "bin", root / "project")
         for folder in (machine.home, machine.bin, machine.project):
             folder.mkdir(parents=True, exist_ok=True)
-        shim = machine.bin / "kanban-hook"
-        shim.write_text(SHIM.format(python=sys.executable, root=str(ROOT)))
-        shim.chmod(0o755)
         return machine
 
     def env(self, **extra: str) -> dict[str, str]:

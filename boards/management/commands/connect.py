@@ -16,9 +16,9 @@ from boards.models import Board
 
 class Command(BaseCommand):
     help = (
-        "Write each installed coding client's user hooks (kanban-hook --client NAME) and "
-        "the board's URL and token to ~/.config/agent-kanban/boards.json; --remove takes "
-        "them out again."
+        "Write each installed coding client's user hooks (the forwarder, kanban-hook, run "
+        "by this Python with -I -S, --client NAME) and the board's URL and token to "
+        "~/.config/agent-kanban/boards.json; --remove takes them out again."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -62,7 +62,7 @@ class Command(BaseCommand):
         token = options["token"] or env.get("KANBAN_TOKEN", "")
         if not token and not remove:
             token = self._issue(board, dry)
-        hook = setup.forwarder(env)
+        hook = setup.forwarder()
         try:
             changes = [
                 setup.client_change(name, home, hook=hook, remove=remove, system=options["system"])

@@ -96,6 +96,11 @@ class Command(BaseCommand):
         )
         parser.add_argument("--hook-calls", type=int, default=100)
         parser.add_argument("--hook-rounds", type=int, default=5)
+        parser.add_argument(
+            "--hook-connect-file",
+            action="store_true",
+            help="with --hooks: also the whole settings file connect writes for Claude Code",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["quick"]:
