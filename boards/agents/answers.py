@@ -11,9 +11,11 @@ has a default here.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from boards.core.fields import TASK_FIELDS
 
 
 class _Open(BaseModel):
@@ -103,16 +105,25 @@ class TaskSummary(_Open):
     clientTaskId: str | None = Field(None, description="That client's own id for the task.")
 
 
-class Task(TaskSummary):
+# A whole task carries every plain field (``TASK_FIELDS``) as text, always: the summary
+# declares those lists show (subject, owner, activeForm), the rest are made from the table.
+# mypy cannot see fields made at run time: it is shown the base they are made on.
+if TYPE_CHECKING:
+    _TaskText = TaskSummary
+else:
+    _TaskText = create_model(
+        "_TaskText",
+        __base__=TaskSummary,
+        **{f.wire: (str, ...) for f in TASK_FIELDS if f.wire not in TaskSummary.model_fields},
+    )
+
+
+class Task(_TaskText):
     """A whole task (TaskGet, written tasks, ``detail: true``)."""
 
-    description: str
     createdBy: str
     blocks: list[str]
     metadata: dict[str, Any]
-    prompt: str
-    result: str
-    notes: str
     priority: Literal["urgent", "high", "normal", "low"]
     stuck: bool
     stuckOn: list[str]

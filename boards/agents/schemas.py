@@ -8,7 +8,7 @@ re-exported here, so ``schemas.X`` stays the one place a door looks a tool up.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -19,6 +19,7 @@ from pydantic import (
     StrictFloat,
     StrictInt,
     StringConstraints,
+    create_model,
 )
 from pydantic.alias_generators import to_camel
 
@@ -36,6 +37,7 @@ from boards.agents.registry import (
     tool_definitions,
 )
 from boards.core import limits, numbers
+from boards.core.fields import CREATABLE, UPDATABLE, TaskField
 
 # The registry's names, re-exported for the doors that read them as ``schemas.X``.
 __all__ = [
@@ -79,7 +81,6 @@ Ref = Annotated[
 Subject = Annotated[
     str, StringConstraints(min_length=1, max_length=limits.SUBJECT_MAX, strip_whitespace=True)
 ]
-Short = Annotated[str, StringConstraints(max_length=limits.SUBJECT_MAX)]
 Long = Annotated[str, StringConstraints(max_length=limits.LONG_TEXT_MAX)]
 Name = Annotated[
     str, StringConstraints(min_length=1, max_length=limits.NAME_MAX, strip_whitespace=True)
@@ -126,7 +127,53 @@ LABELS_HELP = (
 )
 
 
-class TaskCreateInput(CanonicalInput):
+def _text(row: TaskField) -> Any:
+    """A plain field's type: text within its limit; a required one stripped and not empty."""
+    if row.required:
+        return Annotated[
+            str, StringConstraints(min_length=1, max_length=row.limit, strip_whitespace=True)
+        ]
+    return Annotated[str, StringConstraints(max_length=row.limit)]
+
+
+def _text_fields(*, update: bool, described: bool = True) -> dict[str, Any]:
+    """The plain fields (``TASK_FIELDS``) as pydantic field definitions, in the table's order:
+    on a create input the rows agents may set (empty unless sent; a required one must be
+    sent), on an update input the rows an update may set (None: left as it is)."""
+    fields: dict[str, Any] = {}
+    for row in UPDATABLE if update else CREATABLE:
+        said = (row.update_help if update else row.help) if described else ""
+        if update:
+            fields[row.model] = (_text(row) | None, Field(None, description=said or None))
+        else:
+            default = ... if row.required else ""
+            fields[row.model] = (_text(row), Field(default, description=said or None))
+    return fields
+
+
+class _BatchCreateHead(CanonicalInput):
+    # A batch's operation says first what it is.
+    op: Literal["create"]
+    ref: Ref | None = None
+
+
+# The plain fields come first in the inputs, generated from the table, and the models below
+# add the fields with rules of their own. mypy cannot see fields made at run time: it is
+# shown the base they are made on.
+if TYPE_CHECKING:
+    _CreateText = CanonicalInput
+    _UpdateText = CanonicalInput
+    _BatchCreateText = _BatchCreateHead
+else:
+    _CreateText = create_model("_CreateText", __base__=CanonicalInput, **_text_fields(update=False))
+    _UpdateText = create_model("_UpdateText", __base__=CanonicalInput, **_text_fields(update=True))
+    # A batch's creates are not described one by one: TaskCreate's descriptions say it.
+    _BatchCreateText = create_model(
+        "_BatchCreateText", __base__=_BatchCreateHead, **_text_fields(update=False, described=False)
+    )
+
+
+class TaskCreateInput(_CreateText):
     """Create a task on the shared board. Use it to plan: one task per concrete step,
     with an imperative subject and, for work someone else will do, a prompt.
     Express ordering with blockedBy (ids that must complete first) instead of
@@ -136,18 +183,12 @@ class TaskCreateInput(CanonicalInput):
     tasks at once, prefer TaskBatch (atomic, with refs). Set requiresApproval for
     risky steps a person must approve first."""
 
-    subject: Subject = Field(description='Short imperative title, e.g. "Fix auth bug".')
-    description: Long = Field("", description="What needs to be done, in detail.")
-    active_form: Short = Field(
-        "", description='Present participle shown while in progress, e.g. "Fixing auth bug".'
-    )
     blocked_by: IdList = Field([], description="Ids of tasks that must complete before this one.")
     blocks: IdList = Field(
         [], description="Ids of tasks that cannot start until this one completes."
     )
     parent_id: TaskId | None = Field(None, description="Id of the parent task (hierarchy).")
     metadata: Metadata | None = None
-    prompt: Long = Field("", description="Full instructions for the agent that will do the task.")
     requires_approval: StrictBool = Field(
         False, description="When true, a person must approve before anyone can start the task."
     )
@@ -185,24 +226,15 @@ USAGE_HELP = (
 )
 
 
-class _UpdateFields(CanonicalInput):
-    subject: Subject | None = None
-    description: Long | None = None
-    active_form: Short | None = None
+class _UpdateFields(_UpdateText):
     status: (
         Literal["pending", "in_progress", "completed", "failed", "cancelled", "deleted"] | None
     ) = Field(None, description='New status; "deleted" deletes the task.')
-    owner: OwnerName | None = Field(
-        None, description="Agent name (or empty to unassign). Prefer TaskClaim / TaskReassign."
-    )
     add_blocked_by: IdList = Field([], description="Add blockers: tasks that must complete first.")
     remove_blocked_by: IdList = Field([], description="Remove blockers.")
     add_blocks: IdList = Field([], description="Add dependents: tasks waiting for this one.")
     parent_id: TaskId | None = Field(None, description="New parent id, or null to clear it.")
     metadata: Metadata | None = None
-    prompt: Long | None = None
-    result: Long | None = Field(None, description="The task's output; set it when completing.")
-    notes: Long | None = None
     priority: PriorityName | None = Field(None, description=PRIORITY_HELP)
     expected_version: Annotated[StrictInt, Field(ge=1)] | None = Field(
         None, description="Fail with 409 unless the task is still at this version."
@@ -326,17 +358,11 @@ class TaskReassignInput(CanonicalInput):
     owner: Name = Field(description="The agent that takes the task over.")
 
 
-class BatchCreate(CanonicalInput):
-    op: Literal["create"]
-    ref: Ref | None = None
-    subject: Subject
-    description: Long = ""
-    active_form: Short = ""
+class BatchCreate(_BatchCreateText):
     blocked_by: RefList = []
     blocks: RefList = []
     parent_id: TaskRef | None = None
     metadata: Metadata | None = None
-    prompt: Long = ""
     requires_approval: StrictBool = False
     priority: PriorityName = "normal"
     labels: LabelList = []

@@ -9,13 +9,12 @@ from django.db.models import Case, F, When
 
 from boards.core import limits
 from boards.core.errors import InvalidInput, refuse
-from boards.core.fields import UPDATABLE
+from boards.core.fields import CREATABLE, TASK_FIELDS, UPDATABLE, TaskField
 from boards.core.selectors import task_to_dict, task_view
 from boards.core.services import agents, costs, graph, lifecycle
 from boards.core.services import labels as task_labels
 from boards.core.services.work import (
     NAME_MAX,
-    SUBJECT_MAX,
     UNSET,
     Outcome,
     Work,
@@ -67,35 +66,42 @@ def priority_value(name: str | None) -> int:
     return PRIORITY_BY_NAME[name]
 
 
+def _plain_only(function: str, plain: Mapping[str, Any], rows: Sequence[TaskField]) -> None:
+    """Refuse, as Python would, a keyword that is not one of ``rows`` (a caller's mistake:
+    agents' inputs are checked by their models before they get here)."""
+    unknown = sorted(set(plain) - {row.model for row in rows})
+    if unknown:
+        raise TypeError(f"{function}() got unexpected keyword arguments: {', '.join(unknown)}")
+
+
 def _create(
     work: Work,
     *,
-    subject: str,
-    description: str = "",
-    active_form: str = "",
     metadata: Mapping[str, Any] | None = None,
-    prompt: str = "",
     requires_approval: bool = False,
     priority: str | None = None,
     labels: Sequence[str] = (),
-    owner: str = "",
     session: str = "",
     client_plan: str = "",
     client_task_id: str = "",
+    **plain: str,
 ) -> Task:
+    """Create a task; ``plain``: its text fields (``TASK_FIELDS``) by model name, each
+    checked as an update checks it (those not given start empty)."""
+    _plain_only("_create", plain, TASK_FIELDS)
+    values = {
+        row.model: text(row.wire, plain.get(row.model, ""), row.limit, required=row.required)
+        for row in TASK_FIELDS
+    }
     work.board.task_counter += 1
     task = Task.objects.create(
         board=work.board,
         number=work.board.task_counter,
-        subject=text("subject", subject, SUBJECT_MAX, required=True),
-        description=description,
-        active_form=text("activeForm", active_form, SUBJECT_MAX),
+        **values,
         metadata=merge_metadata({}, metadata or {}),
-        prompt=prompt,
         created_by=work.actor,
         approval_required=requires_approval,
         priority=priority_value(priority),
-        owner=owner,
         session=session,
         client_plan=client_plan,
         client_task_id=client_task_id,
@@ -112,31 +118,27 @@ def task_create(
     *,
     board: Board,
     actor: str,
-    subject: str,
-    description: str = "",
-    active_form: str = "",
     blocked_by: Sequence[str | int] = (),
     blocks: Sequence[str | int] = (),
     parent_id: str | int | None = None,
     metadata: Mapping[str, Any] | None = None,
-    prompt: str = "",
     requires_approval: bool = False,
     priority: str | None = None,
     labels: Sequence[str] = (),
+    **plain: str,
 ) -> Outcome:
     """Create a pending task numbered from the board's high-water mark.
 
-    Its blockers, dependents and parent must exist on the board; a new edge
-    that closes a cycle rolls the whole creation back.
+    ``plain``: the text fields a creation may set (``CREATABLE``: subject, required,
+    description, active_form, prompt…) by model name. Its blockers, dependents and parent
+    must exist on the board; a new edge that closes a cycle rolls the whole creation back.
     """
+    _plain_only("task_create", plain, CREATABLE)
     with unit_of_work(board, actor) as work:
         task = _create(
             work,
-            subject=subject,
-            description=description,
-            active_form=active_form,
+            **plain,
             metadata=metadata,
-            prompt=prompt,
             requires_approval=requires_approval,
             priority=priority,
             labels=labels,
@@ -288,27 +290,23 @@ def task_update(
     task_id: str | int,
     person: bool = False,
     approver: bool = True,
-    subject: str | None = None,
-    description: str | None = None,
-    active_form: str | None = None,
     status: str | None = None,
-    owner: str | None = None,
     add_blocked_by: Sequence[str | int] = (),
     remove_blocked_by: Sequence[str | int] = (),
     add_blocks: Sequence[str | int] = (),
     parent_id: Any = UNSET,
     metadata: Mapping[str, Any] | None = None,
-    prompt: str | None = None,
-    result: str | None = None,
-    notes: str | None = None,
     priority: str | None = None,
     expected_version: int | None = None,
     usage: Mapping[str, Any] | None = None,
     labels: Sequence[str] | None = None,
     add_labels: Sequence[str] = (),
     remove_labels: Sequence[str] = (),
+    **plain: str | None,
 ) -> Outcome:
-    """Change any of a task's fields; ``status="deleted"`` deletes it.
+    """Change any of a task's fields; ``status="deleted"`` deletes it. ``plain``: the text
+    fields an update may set (``UPDATABLE``: subject, description, owner…) by model name;
+    None leaves one as it is.
 
     Status changes go through the task state machine (``lifecycle``): going to
     ``in_progress`` fails like a claim would, and agents (``person=False``) are
@@ -317,19 +315,14 @@ def task_update(
     (``auto_block``). A stale ``expected_version`` fails with 409 and the
     current task.
     """
+    _plain_only("task_update", plain, UPDATABLE)
     fields: dict[str, Any] = {
-        "subject": subject,
-        "description": description,
-        "active_form": active_form,
+        **plain,
         "status": status,
-        "owner": owner,
         "add_blocked_by": add_blocked_by,
         "remove_blocked_by": remove_blocked_by,
         "add_blocks": add_blocks,
         "metadata": metadata,
-        "prompt": prompt,
-        "result": result,
-        "notes": notes,
         "priority": priority,
         "expected_version": expected_version,
         "usage": usage,
@@ -432,11 +425,8 @@ def _tell_assigned(work: Work, task: Task, owner: str) -> None:
 def _batch_create(work: Work, index: int, op: Mapping[str, Any], refs: dict[str, int]) -> Task:
     task = _create(
         work,
-        subject=op["subject"],
-        description=op.get("description") or "",
-        active_form=op.get("active_form") or "",
+        **{row.model: op.get(row.model) or "" for row in CREATABLE},
         metadata=op.get("metadata"),
-        prompt=op.get("prompt") or "",
         requires_approval=bool(op.get("requires_approval")),
         priority=op.get("priority"),
         labels=op.get("labels") or (),
