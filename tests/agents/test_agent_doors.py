@@ -18,8 +18,8 @@ from boards.agents import schemas
 from boards.agents.pipeline import listed, lookup
 from boards.core import auth, services
 from boards.models import Agent, Task
-from tests.factories import make_board, make_task, make_token
-from tests.test_input import _mcp_post
+from tests.core.test_input import _mcp_post
+from tests.support.factories import make_board, make_task, make_token
 
 WELL_KNOWN = [
     "/.well-known/oauth-protected-resource",

@@ -13,7 +13,7 @@ from django.test.utils import CaptureQueriesContext
 
 from boards.core import services
 from boards.models import Task
-from tests.factories import make_board, make_task, make_token
+from tests.support.factories import make_board, make_task, make_token
 
 # --- seed 002: <ns>_tasks_* ------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ Not run, and why (``node tests/node/conformance.mjs list --server`` lists them a
   ``test_simple_prompt``, …), which a board does not have: ``tools-call-simple-text``,
   ``tools-call-image``, ``tools-call-audio``, ``tools-call-embedded-resource``,
   ``tools-call-mixed-content``, ``tools-call-error``, ``tools-call-with-progress``
-  (our progress is TaskWatch's, tests/test_mcp_node.py), ``json-schema-2020-12``
+  (our progress is TaskWatch's, tests/agents/test_mcp_node.py), ``json-schema-2020-12``
   (looks for its own tool), ``resources-read-text``, ``resources-read-binary``,
   ``resources-templates-read`` (reads ``test://template/123/data``; ours is
   ``kanban://<slug>/tasks/{id}``), ``prompts-get-simple``, ``prompts-get-with-args``,
@@ -53,9 +53,9 @@ from typing import Any
 import pytest
 
 from devtools.liveserver import Cluster
-from tests.test_mcp_node import node_packages, run_node
+from tests.agents.test_mcp_node import node_packages, run_node
 
-__all__ = ["node_packages"]  # the fixture, shared with tests/test_mcp_node.py
+__all__ = ["node_packages"]  # the fixture, shared with tests/agents/test_mcp_node.py
 
 # One server for the module (``target``): with -n, its tests run on one worker.
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_mcp_conformance")]

@@ -1,7 +1,7 @@
 """The MCP server at ``/mcp/<slug>/``, driven by the official TypeScript SDK's client.
 
 ``tests/node`` is an npm package pinning ``@modelcontextprotocol/sdk`` (and the
-conformance suite, ``tests/test_mcp_conformance.py``); the ``node_packages`` fixture
+conformance suite, ``tests/agents/test_mcp_conformance.py``); the ``node_packages`` fixture
 installs it with ``npm ci`` from its lock file when ``node_modules`` is missing or
 holds other versions. ``tests/node/client.mjs`` does the MCP work against a real daphne
 process (``devtools.liveserver``) and prints what it saw as one JSON summary; the
@@ -38,14 +38,14 @@ from typing import Any
 import pytest
 
 from boards.agents.pipeline import listed, lookup
-from devtools.liveserver import Cluster, Server
-from tests.npm import npm_ci
+from devtools.liveserver import ROOT, Cluster, Server
+from tests.support.npm import npm_ci
 
 # A live server and Node processes; one server for the module (``live``, ``summary``):
 # with -n, its tests run on one worker.
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_mcp_node")]
 
-NODE_DIR = Path(__file__).resolve().parent / "node"
+NODE_DIR = ROOT / "tests" / "node"
 MCP_REQUEST_TIMEOUT = -32001  # the TypeScript SDK's ErrorCode.RequestTimeout
 # Past the SDK's default request timeout (60 s); with progress every 10 s (the server's
 # default), six progress notifications reset it.

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import re
-from pathlib import Path
 
 import pytest
 from jsonschema import Draft202012Validator
@@ -23,8 +22,9 @@ from boards.core.errors import (
     InvalidInput,
     error_body,
 )
+from devtools.liveserver import ROOT
 
-BOARDS = Path(__file__).resolve().parent.parent / "boards"
+BOARDS = ROOT / "boards"
 CANONICAL = [
     "TaskCreate",
     "TaskGet",

@@ -6,7 +6,7 @@ import pytest
 
 from boards.agents import answers
 from boards.core import selectors
-from tests.factories import make_task
+from tests.support.factories import make_task
 
 
 @pytest.mark.django_db

@@ -8,7 +8,7 @@ from channels.db import database_sync_to_async
 from django.test import AsyncClient
 
 from boards.core import services
-from tests.factories import make_board, make_task, make_token
+from tests.support.factories import make_board, make_task, make_token
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

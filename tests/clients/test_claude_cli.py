@@ -1,7 +1,7 @@
 """The real Claude Code CLI (2.1.332) against a stand-in board: what its hooks send, and
-what it does with the answers. These prove the harness (``tests/claude_cli.py``,
-``tests/anthropic_standin.py``, ``tests/hook_server.py``) and pin the client behaviour
-the board's hook endpoint relies on (docs/claude-code-hooks.md); the board's own
+what it does with the answers. These prove the harness (``tests/support/``:
+``claude_cli.py``, ``anthropic_standin.py``, ``hook_server.py``) and pin the client
+behaviour the board's hook endpoint relies on (docs/claude-code-hooks.md); the board's own
 end-to-end tests use the same harness.
 
 - An http PreToolUse hook that answers deny blocks the call, and the model reads the
@@ -27,8 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.anthropic_standin import AnthropicStandin, Text, ToolUse
-from tests.claude_cli import (
+from tests.support.anthropic_standin import AnthropicStandin, Text, ToolUse
+from tests.support.claude_cli import (
     VERSION,
     ClaudeRun,
     claude_binary,
@@ -36,7 +36,7 @@ from tests.claude_cli import (
     http_hook_settings,
     run_claude,
 )
-from tests.hook_server import HookServer, allow, deny
+from tests.support.hook_server import HookServer, allow, deny
 
 pytestmark = pytest.mark.slow  # the real CLI, a second or two a run
 

@@ -11,11 +11,11 @@ from boards.clients import claude_code
 from boards.core import selectors
 from boards.models import ApprovalState, Status, Task
 from boards.needs import reads
-from tests.anthropic_standin import AnthropicStandin, Text, ToolUse
-from tests.claude_cli import command_hook_settings, http_hook_settings, run_claude
-from tests.factories import make_token
-from tests.hook_server import HookServer
-from tests.test_hooks import hook, send
+from tests.clients.test_hooks import hook, send
+from tests.support.anthropic_standin import AnthropicStandin, Text, ToolUse
+from tests.support.claude_cli import command_hook_settings, http_hook_settings, run_claude
+from tests.support.factories import make_token
+from tests.support.hook_server import HookServer
 
 
 def created(task_id: str, subject: str, session: str = "s-1", **given) -> dict:

@@ -13,8 +13,8 @@ from django.utils import timezone
 from boards.clients import claude_code, sessions
 from boards.core import services
 from boards.models import ClientSession, ToolCall
-from tests.factories import make_token
-from tests.test_hooks import bash, hook, send
+from tests.clients.test_hooks import bash, hook, send
+from tests.support.factories import make_token
 
 
 @pytest.fixture

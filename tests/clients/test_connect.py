@@ -14,7 +14,7 @@ from django.core.management import CommandError, call_command
 
 from boards.clients import registry
 from boards.models import AgentToken
-from tests.factories import make_board
+from tests.support.factories import make_board
 
 URL = "http://127.0.0.1:8000/boards/team/"
 TOKEN = "ak_test_token_123456"

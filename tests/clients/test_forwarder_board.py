@@ -16,9 +16,8 @@ import pytest
 
 from boards.core import services
 from boards.models import GateRule
-from tests.factories import make_board, make_token
-
-ROOT = Path(__file__).resolve().parent.parent
+from devtools.liveserver import ROOT
+from tests.support.factories import make_board, make_token
 
 
 def forward(event: dict, url: str, token: str, tmp_path: Path) -> subprocess.CompletedProcess:

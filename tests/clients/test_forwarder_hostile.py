@@ -28,7 +28,9 @@ from pathlib import Path
 
 import pytest
 
-FORWARDER = Path(__file__).resolve().parent.parent / "boards" / "clients" / "forwarder.py"
+from devtools.liveserver import ROOT
+
+FORWARDER = ROOT / "boards" / "clients" / "forwarder.py"
 TOKEN = "ak_test-token-123"
 PATH = "/api/boards/ops/hooks/"
 CLIENTS = ("claude-code", "codex", "copilot", "gemini", "qwen", "opencode")

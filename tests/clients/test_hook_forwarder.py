@@ -2,8 +2,8 @@
 with the hook input JSON on stdin, judged by its exit status, stdout and stderr.
 
 The board here is a tiny HTTP server on loopback that proves its answers as the board
-does (``X-Kanban-Proof``); tests/test_forwarder_hostile.py has every way an answer can go
-wrong, tests/test_forwarder_board.py the real door.
+does (``X-Kanban-Proof``); tests/clients/test_forwarder_hostile.py has every way an
+answer can go wrong, tests/clients/test_forwarder_board.py the real door.
 """
 
 from __future__ import annotations
@@ -22,9 +22,8 @@ from typing import Any
 
 import pytest
 
-from tests.hook_server import HookServer, deny
-
-ROOT = Path(__file__).resolve().parent.parent
+from devtools.liveserver import ROOT
+from tests.support.hook_server import HookServer, deny
 
 PRE_TOOL_USE = {
     "session_id": "5033a72e-d64d-4c44-8e2f-e41fce9ac82d",

@@ -19,7 +19,7 @@ from django.utils import timezone
 from boards.clients import sessions
 from boards.core import gates, services
 from boards.models import Board, CallState, ClientSession, Event, GateRule, ToolCall
-from tests.factories import make_board, make_token
+from tests.support.factories import make_board, make_token
 
 CWD = "/home/dev/project"
 

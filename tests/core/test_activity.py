@@ -8,8 +8,8 @@ from asgiref.sync import sync_to_async
 from boards.core import services
 from boards.core.activity import describe, signal_of
 from boards.models import Event
-from tests.test_consumers import connected_at_current_seq
-from tests.test_leases import lapse
+from tests.core.test_leases import lapse
+from tests.web.test_consumers import connected_at_current_seq
 
 
 def test_a_task_that_fails_max_attempts_times_raises_needs_attention_once(alice, board):

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from boards.core import services
 from boards.models import Agent, Board, Event
-from tests.factories import make_token
+from tests.support.factories import make_token
 
 
 def quiet_for(board: Board, name: str, seconds: float) -> None:

@@ -10,7 +10,7 @@ from django.test import Client
 
 from boards.core import services
 from boards.models import Task
-from tests.factories import make_board, make_token
+from tests.support.factories import make_board, make_token
 
 CLAIMERS = 8
 TASKS = 50

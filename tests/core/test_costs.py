@@ -10,8 +10,8 @@ from django.test import Client
 
 from boards.core import services
 from boards.models import Board, Task, Usage
-from tests.factories import make_board, make_token
-from tests.test_concurrency import post, run_in_threads
+from tests.core.test_concurrency import post, run_in_threads
+from tests.support.factories import make_board, make_token
 
 
 def usage(cost: float, tokens_in: int = 100, tokens_out: int = 10, model: str = "m-1") -> dict:

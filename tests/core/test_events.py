@@ -5,7 +5,7 @@ import pytest
 from boards.core import events, services
 from boards.core.errors import Conflict
 from boards.models import Event, Task
-from tests.factories import make_task
+from tests.support.factories import make_task
 
 
 def kinds(board):

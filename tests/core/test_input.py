@@ -24,7 +24,7 @@ from boards.core.services.boards import BUDGET_MAX
 from boards.models import Board, Event, Membership, Role, Task, Webhook
 from boards.web.converters import NumberConverter
 from boards.webhooks import subscriptions
-from tests.factories import make_task, make_token
+from tests.support.factories import make_task, make_token
 
 # "²" passes str.isdigit() and int() refuses it; "٣" and "１０" int() reads as 3 and 10.
 FOREIGN = ["²", "٣", "１０", "3²", "٣٣"]

@@ -14,7 +14,7 @@ from boards.core.errors import ServiceError
 from boards.core.services.counts import recount
 from boards.models import Task
 from boards.needs import decisions
-from tests.factories import make_board, make_task
+from tests.support.factories import make_board, make_task
 
 from .test_concurrency import run_in_threads
 

@@ -15,7 +15,7 @@ from django.utils import timezone
 from boards.core import services
 from boards.core.limits import LEASE_MAX, LEASE_MIN
 from boards.models import Attempt, Board, Event, Task
-from tests.test_concurrency import post, run_in_threads
+from tests.core.test_concurrency import post, run_in_threads
 
 
 def parse(value: str) -> datetime:
@@ -292,7 +292,7 @@ def test_priority_is_set_on_create_update_and_batch_and_refused_when_unknown(ali
 def test_claim_next_honours_priority_under_a_race_of_eight_agents():
     from django.test import Client
 
-    from tests.factories import make_board, make_token
+    from tests.support.factories import make_board, make_token
 
     board = make_board("race")
     ops = [{"op": "create", "subject": f"low {i}", "priority": "low"} for i in range(8)]

@@ -22,7 +22,7 @@ from boards.core import services
 from boards.core.auth import Caller
 from boards.core.services.lifecycle import TRANSITIONS
 from boards.models import Board, Event, Task
-from tests.factories import make_task
+from tests.support.factories import make_task
 
 AGENT = "alice"
 

@@ -20,7 +20,7 @@ from boards.core.selectors import DEAD_ENDS, TERMINAL_STATUSES
 from boards.core.services.counts import recount
 from boards.models import Board, Dependency, Status, Task
 from tests.conftest import AgentClient
-from tests.factories import make_board, make_token
+from tests.support.factories import make_board, make_token
 
 pytestmark = pytest.mark.slow
 

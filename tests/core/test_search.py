@@ -8,8 +8,7 @@ from boards.core import fulltext
 from boards.core.fulltext import search_terms
 from boards.core.selectors import search_matching
 from boards.models import Task
-
-from .factories import make_task
+from tests.support.factories import make_task
 
 
 def search(client, query, **more):

@@ -20,7 +20,7 @@ from boards.core import services
 from boards.core.auth import Caller
 from boards.models import Board, Event, Task
 from boards.needs import decisions
-from tests.factories import make_task, make_token
+from tests.support.factories import make_task, make_token
 
 Refused = tuple[int, str] | None
 SEED003 = {"pending": "open", "completed": "done"}

@@ -15,7 +15,7 @@ from boards.core import services
 from boards.core.errors import InvalidInput
 from boards.models import Agent, Event, Task
 from kanban.asgi import application
-from tests.factories import make_board, make_task, make_token
+from tests.support.factories import make_board, make_task, make_token
 
 # --- identity --------------------------------------------------------------------------------
 

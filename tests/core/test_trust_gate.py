@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from boards.core import services
 from boards.models import Board, Event, Membership, Role, Task
-from tests.factories import make_task, make_token
+from tests.support.factories import make_task, make_token
 
 
 def last_seq(board: Board) -> int:

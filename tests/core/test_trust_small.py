@@ -22,9 +22,9 @@ from boards.core.errors import Conflict
 from boards.models import Board, ClientSession, Invite, Task, ToolCall
 from devtools.liveserver import Cluster
 from kanban.asgi import application
-from tests.factories import make_token
-from tests.test_hooks import hook, send
-from tests.test_input import _mcp_post
+from tests.clients.test_hooks import hook, send
+from tests.core.test_input import _mcp_post
+from tests.support.factories import make_token
 
 LONE = b'"\\ud800"'  # JSON for a string holding half of a surrogate pair
 CWD = "/home/dev/project"

@@ -18,8 +18,8 @@ from boards.core.selectors.sessions import human_duration
 from boards.core.states import GONE_FACTOR
 from boards.models import Agent, Event, Task, ToolCall
 from boards.needs import decisions
-from tests.factories import make_token
-from tests.test_hooks import bash, hook
+from tests.clients.test_hooks import bash, hook
+from tests.support.factories import make_token
 
 
 def finish(agent, task_id: str, status: str = "completed") -> None:

@@ -8,9 +8,9 @@ import pytest
 from boards.core.selectors import live_sessions
 from boards.models import Task
 from boards.needs import decisions
-from tests.factories import make_token
-from tests.test_hooks import hook, send
-from tests.test_no_progress import after
+from tests.clients.test_hooks import hook, send
+from tests.needs.test_no_progress import after
+from tests.support.factories import make_token
 
 
 @pytest.mark.django_db

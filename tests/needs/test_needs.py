@@ -19,7 +19,7 @@ from boards.models import Event, Membership, Message, Role, Task
 from boards.needs import decisions, reads
 from boards.needs.inbox import inbox_counts, inbox_items
 from boards.web import rendering
-from tests.factories import make_task
+from tests.support.factories import make_task
 
 
 def needs(board, number: int) -> str:

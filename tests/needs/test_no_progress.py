@@ -14,8 +14,8 @@ from boards.clients import sessions
 from boards.core.rules import NO_PROGRESS_FLOOR, REPEATS_NO_PROGRESS, no_progress_after
 from boards.models import Attempt, ClientSession, Event, Message, Task
 from boards.needs import decisions
-from tests.factories import make_token
-from tests.test_hooks import bash, hook, send
+from tests.clients.test_hooks import bash, hook, send
+from tests.support.factories import make_token
 
 
 @pytest.fixture(autouse=True)

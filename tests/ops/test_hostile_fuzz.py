@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from schemathesis.generation.meta import TestPhase
 
 from devtools.liveserver import call
-from tests.hostile import BACKENDS
+from tests.support.hostile import BACKENDS
 
 pytestmark = pytest.mark.slow
 

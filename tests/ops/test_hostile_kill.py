@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from devtools.liveserver import call, wait_until
-from tests.hostile import BACKENDS
+from tests.support.hostile import BACKENDS
 
 pytestmark = pytest.mark.slow
 

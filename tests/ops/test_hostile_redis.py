@@ -19,7 +19,7 @@ import pytest
 import websockets
 
 from devtools.liveserver import call, free_port, wait_until
-from tests.hostile import BACKENDS, FRESH, frame_seq, frames_until, login, ws_url
+from tests.support.hostile import BACKENDS, FRESH, frame_seq, frames_until, login, ws_url
 
 pytestmark = pytest.mark.slow
 

@@ -17,7 +17,7 @@ import pytest
 import websockets
 
 from devtools.liveserver import call
-from tests.hostile import FRESH, frames_until, login, ws_url
+from tests.support.hostile import FRESH, frames_until, login, ws_url
 
 pytestmark = pytest.mark.slow
 

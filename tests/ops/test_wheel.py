@@ -34,8 +34,8 @@ from django.core.management import CommandError, call_command
 
 from boards.management.commands.up import port_taken
 from boards.models import Board
+from devtools.liveserver import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 
 

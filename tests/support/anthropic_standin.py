@@ -1,6 +1,6 @@
 """A scripted stand-in for the Anthropic Messages API on loopback, for the real Claude Code CLI.
 
-Point the CLI at it with ``ANTHROPIC_BASE_URL=standin.url`` (``tests/claude_cli.py`` does).
+Point the CLI at it with ``ANTHROPIC_BASE_URL=standin.url`` (``tests/support/claude_cli.py`` does).
 ``POST /v1/messages`` answers as the real API does: with ``"stream": true`` a server-sent
 event stream (``message_start``, ``content_block_start`` / ``content_block_delta`` (a
 ``text_delta``, or ``input_json_delta`` chunks for a ``tool_use``) / ``content_block_stop``,

@@ -1,6 +1,6 @@
 """The real Claude Code CLI (``tests/claude``, pinned 2.1.332), run headless in tests.
 
-The CLI talks to a scripted stand-in for the Anthropic API (``tests/anthropic_standin``)
+The CLI talks to a scripted stand-in for the Anthropic API (``tests/support/anthropic_standin``)
 and sends its hook calls wherever its settings say::
 
     with AnthropicStandin([ToolUse("Bash", {"command": "touch x"}), Text("Done.")]) as api:
@@ -44,10 +44,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.npm import npm_ci
+from devtools.liveserver import ROOT
+from tests.support.npm import npm_ci
 
-ROOT = Path(__file__).resolve().parent.parent
-CLAUDE_DIR = Path(__file__).resolve().parent / "claude"
+CLAUDE_DIR = ROOT / "tests" / "claude"
 CLAUDE_BINARY = CLAUDE_DIR / "node_modules" / "@anthropic-ai" / "claude-code-linux-x64" / "claude"
 VERSION = "2.1.332"
 

@@ -1,6 +1,6 @@
 """Scripted stand-ins for the Gemini API, the OpenAI Responses API and OpenAI Chat
 Completions on loopback, for the real Gemini CLI, Codex, and Copilot CLI, Qwen Code and
-opencode (as ``tests/anthropic_standin.py`` is for Claude Code).
+opencode (as ``tests/support/anthropic_standin.py`` is for Claude Code).
 
 A request that offers tools is a turn of the agent's main loop: it is answered with the
 next scripted step, a :class:`Call` (a function call) or a :class:`Say` (text, the turn

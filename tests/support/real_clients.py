@@ -16,10 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from devtools.liveserver import Cluster, free_port, session_cookie
-from tests.npm import npm_ci
+from devtools.liveserver import ROOT, Cluster, free_port, session_cookie
+from tests.support.npm import npm_ci
 
-ROOT = Path(__file__).resolve().parents[2]
 TESTS = ROOT / "tests"
 
 # The hooks run ``kanban-hook`` from PATH: this checkout's forwarder. Before the forwarder

@@ -3,7 +3,7 @@
 import pytest
 
 from boards.models import Event, Task
-from tests.factories import make_task
+from tests.support.factories import make_task
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from django.test import Client
 from boards.core import services
 from boards.models import AgentToken, Board, Event, Webhook
 from boards.webhooks import subscriptions
-from tests.factories import make_task
+from tests.support.factories import make_task
 
 HTMX = {"HX-Request": "true"}
 

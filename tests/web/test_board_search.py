@@ -14,7 +14,7 @@ from boards.core import services
 from boards.core.selectors import COLUMN_PAGE
 from boards.models import Board, Membership, Role, Task
 from tests.conftest import Opener
-from tests.factories import make_board, make_task
+from tests.support.factories import make_board, make_task
 
 WAIT = 5
 

@@ -34,7 +34,7 @@ from boards.models import (
     Webhook,
 )
 from boards.webhooks import subscriptions
-from tests.factories import make_task, make_token
+from tests.support.factories import make_task, make_token
 
 pytestmark = pytest.mark.slow
 

@@ -7,7 +7,7 @@ from django.test import Client
 
 from boards.core import services
 from boards.models import Delivery, Event, Subscription, Webhook
-from tests.factories import make_token
+from tests.support.factories import make_token
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from boards.core import permissions, services
 from boards.models import AgentToken, Board, Membership, Message, Role, Subscription, Task, Webhook
 from kanban.asgi import application
 from tests.conftest import built_once
-from tests.factories import make_board, make_task, make_token
+from tests.support.factories import make_board, make_task, make_token
 
 ROLES = [Role.VIEWER, Role.OPERATOR, Role.APPROVER, Role.ADMIN]
 

@@ -10,7 +10,7 @@ import re
 
 from boards.core import services
 from boards.models import Attempt, Event, Task
-from tests.factories import make_task
+from tests.support.factories import make_task
 
 CONTROL = re.compile(
     r"<(?:a|button|select|textarea|input(?![^>]*type=\"hidden\"))\b[^>]*>[^<]*<?", re.S

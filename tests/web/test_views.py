@@ -14,7 +14,7 @@ from django.test.utils import CaptureQueriesContext
 from boards.core import services
 from boards.core.selectors import COLUMN_PAGE
 from boards.models import AgentToken, Board, Event, Membership, Message, Role, Task, hash_token
-from tests.factories import make_board, make_task, make_token
+from tests.support.factories import make_board, make_task, make_token
 
 HTMX = {"HX-Request": "true"}
 

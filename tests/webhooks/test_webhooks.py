@@ -1,6 +1,6 @@
 """Outbound webhooks (issue 15): the outbox a write fills, the library worker that empties it.
 
-Deliveries go to a real HTTP server on loopback (``tests.receiver``); the worker is
+Deliveries go to a real HTTP server on loopback (``tests.support.receiver``); the worker is
 django-tasks-db's own, run in batch mode here (in server processes it runs as threads,
 tried in test_webhooks_live.py).
 """
@@ -26,7 +26,7 @@ from boards.core.errors import InvalidInput
 from boards.models import Board, Delivery, Event, Webhook
 from boards.webhooks import delivery as webhook_delivery
 from boards.webhooks import egress, subscriptions
-from tests.receiver import Dripper, Receiver, certificate, free_port_on
+from tests.support.receiver import Dripper, Receiver, certificate, free_port_on
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

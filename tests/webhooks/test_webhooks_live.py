@@ -1,7 +1,7 @@
 """Webhooks from real server processes (issues 15, 23): the workers inside daphne, and the
 task library's own worker processes (``db_worker``) as a scale-out deployment runs them.
 
-The endpoints are real HTTP servers on loopback (``tests.receiver``), allowed by
+The endpoints are real HTTP servers on loopback (``tests.support.receiver``), allowed by
 ``KANBAN_WEBHOOK_ALLOW_LOOPBACK``.
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from devtools.liveserver import Agent, Cluster, postgres_admin_url, wait_until
-from tests.receiver import Dripper, Receiver
+from tests.support.receiver import Dripper, Receiver
 
 pytestmark = pytest.mark.slow
 
