@@ -30,6 +30,8 @@ def manage(*args: str, **env: str) -> subprocess.CompletedProcess:
     )
 
 
+# slow: a fresh manage.py process (Django set up again, ~1.5 s of CPU)
+@pytest.mark.slow
 def test_the_deploy_check_is_clean_with_the_production_settings():
     result = manage(
         "check",
@@ -51,10 +53,14 @@ def test_the_built_in_secret_key_is_refused_for_a_public_host():
     assert "set SECRET_KEY" in result.stderr
 
 
+# slow: a fresh manage.py process (Django set up again, ~1.5 s of CPU)
+@pytest.mark.slow
 def test_the_built_in_secret_key_still_serves_this_machine():
     assert manage("check").returncode == 0
 
 
+# slow: a fresh manage.py process (Django set up again, ~1.5 s of CPU)
+@pytest.mark.slow
 def test_https_settings_make_cookies_secure_and_send_hsts():
     code = (
         "from django.conf import settings as s; "

@@ -118,6 +118,8 @@ def test_the_label_filter_keeps_the_tasks_with_that_label(person_client, board):
     assert '<option value="bug" selected>' in html
 
 
+# slow: a big board (500 to 5,000 tasks) or a long history, like tests/core/test_scale.py
+@pytest.mark.slow
 def test_the_board_page_costs_the_same_queries_filtered_at_100_and_5000_tasks(
     person, person_client
 ):
@@ -147,6 +149,8 @@ def test_the_board_page_costs_the_same_queries_filtered_at_100_and_5000_tasks(
         assert costs[(name, 100)] == costs[(name, 5000)], (name, costs)
 
 
+# slow: a big board (500 to 5,000 tasks) or a long history, like tests/core/test_scale.py
+@pytest.mark.slow
 def test_a_list_and_a_search_cost_the_same_queries_at_100_and_5000_tasks(agent_factory):
     costs = {}
     for n in (100, 5000):

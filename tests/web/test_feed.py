@@ -79,6 +79,8 @@ def test_the_feed_pages_older_events_and_answers_newer_rows_for_the_live_page(
     assert [r.split('"')[1] for r in newer.split("<tr data-seq=")[1:]] == ["61", "60"]
 
 
+# slow: a big board (500 to 5,000 tasks) or a long history, like tests/core/test_scale.py
+@pytest.mark.slow
 def test_a_feed_page_costs_the_same_queries_on_a_long_history(
     board, alice, person_client, django_assert_max_num_queries
 ):

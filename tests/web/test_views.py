@@ -706,6 +706,8 @@ def fill_board(board: Board, count: int) -> None:
         services.agent_seen(board=board, agent=agent)
 
 
+# slow: a big board (500 to 5,000 tasks) or a long history, like tests/core/test_scale.py
+@pytest.mark.slow
 def test_board_page_costs_the_same_queries_for_10_and_500_tasks(person, person_client, board):
     big = make_board("big", "Big board")
     Membership.objects.create(board=big, user=person, role=Role.ADMIN)
