@@ -21,7 +21,7 @@ from pytest_django.fixtures import validate_django_db
 from boards.core import events
 from boards.models import Board, Membership, Role
 from devtools.liveserver import Cluster
-from tests.factories import make_board, make_token
+from tests.support.factories import make_board, make_token
 
 # No lease sweeper thread in this process: tests call services.leases_sweep() themselves.
 # Servers started by the tests are other processes and sweep as in production.

@@ -260,7 +260,7 @@ class InternalError(ServiceError):
 
 # One sentence per refusal code: every site that refuses with a code listed here builds the
 # refusal with ``refuse(code, **facts)``, so an agent (or a person) meets one wording for
-# one rule, whichever door or path refused it (tests/test_refusals.py walks the source).
+# one rule, whichever door or path refused it (tests/core/test_refusals.py walks the source).
 REFUSALS: dict[str, tuple[type[ServiceError], str]] = {
     "task_not_found": (NotFound, "Task #{number} not found"),
     "board_not_found": (NotFound, "Board {slug!r} not found"),

@@ -32,8 +32,8 @@ from urllib.parse import urlsplit
 
 from boards.clients import claude_code, setup
 from devtools.liveserver import Cluster
-from tests.anthropic_standin import AnthropicStandin, Text, ToolUse
-from tests.claude_cli import run_claude
+from tests.support.anthropic_standin import AnthropicStandin, Text, ToolUse
+from tests.support.claude_cli import run_claude
 
 from .common import bench_cluster, board, percentile
 

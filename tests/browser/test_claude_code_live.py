@@ -1,7 +1,7 @@
 """Claude Code sessions supervised on the board, end to end (SPEC §11, issue #22 "Done when").
 
 The real Claude Code CLI (``tests/claude``, 2.1.328) runs headless against a scripted
-stand-in for the Anthropic API on loopback (``tests/anthropic_standin``), with the
+stand-in for the Anthropic API on loopback (``tests/support/anthropic_standin``), with the
 ``.claude/settings.json`` a person copies from the board's Connect page (read in
 Chromium, used as it is: ``kanban-hook`` command hooks for SessionStart and PreToolUse,
 http hooks for the rest), its token in ``KANBAN_TOKEN`` and ``--allowedTools Bash`` (the
@@ -46,8 +46,8 @@ import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
 from devtools.liveserver import Cluster, Server, wait_until
-from tests.anthropic_standin import AnthropicStandin, Step, Text, ToolUse
-from tests.claude_cli import ClaudeRun, claude_binary, run_claude
+from tests.support.anthropic_standin import AnthropicStandin, Step, Text, ToolUse
+from tests.support.claude_cli import ClaudeRun, claude_binary, run_claude
 
 from .conftest import TIMEOUT_MS, USERNAME, BoardPages, LiveBoard, assert_not_reloaded
 

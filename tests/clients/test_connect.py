@@ -22,7 +22,7 @@ from django.core.management import CommandError, call_command
 from boards.clients import registry, setup
 from boards.core import services
 from boards.models import AgentToken, ClientSession, GateRule
-from tests.factories import make_board, make_token
+from tests.support.factories import make_board, make_token
 
 URL = "http://127.0.0.1:8000/boards/team/"
 TOKEN = "ak_test_token_123456"

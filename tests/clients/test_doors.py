@@ -16,7 +16,7 @@ from django.test import Client
 from boards.clients import registry, sessions
 from boards.core import services
 from boards.models import Board, ClientSession, GateRule, ToolCall
-from tests.factories import make_board, make_token
+from tests.support.factories import make_board, make_token
 
 CWD = "/home/dev/project"
 PUSH = "git push origin main"

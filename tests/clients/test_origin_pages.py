@@ -12,7 +12,7 @@ from django.test import Client
 from boards.clients import sessions
 from boards.core import services
 from boards.models import Board
-from tests.factories import make_board, make_task, make_token
+from tests.support.factories import make_board, make_task, make_token
 
 CWD = "/home/dev/project"
 

@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 
 from devtools.liveserver import Cluster
-from tests.clients.real import Machine, Person, binary, board_down, run, sessions
-from tests.clients.standins import Call, Say, Standin
+from tests.support.model_standins import Call, Say, Standin
+from tests.support.real_clients import Machine, Person, binary, board_down, run, sessions
 
 pytestmark = pytest.mark.slow  # a live board and a real CLI, seconds a run
 

@@ -4,7 +4,7 @@
 //     node client.mjs main|long [SECONDS]
 //
 // It prints one JSON summary on stdout (what it saw, step by step) and exits 0 even when a step
-// failed: tests/test_mcp_node.py asserts on the summary. A step that threw is recorded as
+// failed: tests/agents/test_mcp_node.py asserts on the summary. A step that threw is recorded as
 // {"ok": false, "error": {name, code, message}}.
 //
 // main: list the tools; call TaskCreate, TaskList, TaskGet, TaskClaim and TaskUpdate through a

@@ -20,7 +20,7 @@ from boards.core.errors import InvalidInput, NotFound
 from boards.models import PushDevice, PushNotice, VapidKey
 from boards.push import devices, keys, notices
 from boards.webhooks.delivery import QUEUE
-from tests.push.standin import Browser, PushService
+from tests.support.push_standin import Browser, PushService
 
 
 @pytest.fixture

@@ -16,8 +16,8 @@ from boards.core.services import pushes, stepup
 from boards.core.states import EventKind
 from boards.models import Event, Membership, Role, ToolCall
 from boards.push import notices
-from tests.push.standin import Browser
 from tests.push.test_push import service, subscribe  # noqa: F401 (the fixture)
+from tests.support.push_standin import Browser
 
 PUSH_KINDS = (
     EventKind.PUSHED,

@@ -13,8 +13,8 @@ from boards.core.errors import PermissionDenied
 from boards.core.services import stepup
 from boards.models import GateRule, Passkey, PushNotice, StepUp, ToolCall
 from boards.push import notices
-from tests.push.standin import Browser
 from tests.push.test_push import service, subscribe  # noqa: F401 (the fixture)
+from tests.support.push_standin import Browser
 
 CWD = "/home/dev/project"
 
