@@ -12,7 +12,7 @@ from django.test import Client
 from boards.clients import sessions
 from boards.core import limits
 from boards.models import ClientSession, ToolCall
-from tests.factories import make_token
+from tests.support.factories import make_token
 
 CWD = "/home/dev/project"
 
