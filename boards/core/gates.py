@@ -55,6 +55,8 @@ WAIT_DEFAULT = 300
 # An input longer than this is not read: it is asked about (a rule that holds calls applies).
 INPUT_MATCH_MAX = 8_000
 MATCH_TIMEOUT_SECONDS = 0.05
+# However loaded the server, one search waits this long (wall clock) at most.
+MATCH_WALL_MAX_SECONDS = 2.0
 
 # What a call does (SPEC §13): a rule's tool field may name a kind (``kind:shell``).
 KINDS = ("shell", "write", "read", "fetch", "mcp", "other")
@@ -394,16 +396,37 @@ def _verdict(rule: Rule, action: Action, deadline: float) -> bool | None:
     if compiled is None:
         return None
     for text in action.texts:
-        left = deadline - time.monotonic()
+        left = deadline - time.thread_time()
         if left <= 0:
             return None
-        try:
-            found = compiled.search(text, timeout=min(MATCH_TIMEOUT_SECONDS, left))
-        except TimeoutError:
+        found = _search(compiled, text, min(MATCH_TIMEOUT_SECONDS, left))
+        if found is None:
             return None
-        if found is not None:
+        if found:
             return True if sure else None
     return None if action.unsure else False
+
+
+def _search(compiled: Any, text: str, budget: float) -> bool | None:
+    """Whether the pattern is found in ``text``; None when matching it takes more than
+    ``budget`` seconds of this thread's CPU time.
+
+    The pattern library's timeout counts the wall clock, which also runs while the thread
+    waits for a core or the GIL: on a loaded server an ordinary pattern would time out and
+    its call be held for a person. A search that timed out having spent little CPU is tried
+    again with more time, up to ``MATCH_WALL_MAX_SECONDS`` in all; one that spent half its
+    budget working is a slow pattern."""
+    began_cpu, began_wall = time.thread_time(), time.monotonic()
+    wall = budget
+    while True:
+        try:
+            return compiled.search(text, timeout=wall) is not None
+        except TimeoutError:
+            spent = time.thread_time() - began_cpu
+            waited = time.monotonic() - began_wall
+            if spent >= budget / 2 or waited >= MATCH_WALL_MAX_SECONDS:
+                return None
+            wall = min(wall * 4, MATCH_WALL_MAX_SECONDS - waited)
 
 
 def _names_match(glob: str, names: tuple[str, ...]) -> bool:
@@ -421,7 +444,7 @@ def rule_matches(
     """Whether ``rule`` applies to the call: it matches, or it cannot be known and the
     rule holds calls back (an ``allow`` applies only to what it surely matches)."""
     action = read_action(tool_name, tool_input, cwd, client_tool=client_tool)
-    deadline = time.monotonic() + limits.GATE_MATCH_BUDGET_SECONDS
+    deadline = time.thread_time() + limits.GATE_MATCH_BUDGET_SECONDS
     verdict = _verdict(rule, action, deadline)
     return verdict is True or (verdict is None and rule.decision != ALLOW)
 
@@ -443,10 +466,12 @@ def first_match(
     action = read_action(tool_name, tool_input, cwd, client_tool=client_tool)
     if action.supervision:
         return SUPERVISION_RULE
-    deadline = time.monotonic() + limits.GATE_MATCH_BUDGET_SECONDS
+    # CPU time of this thread (see ``_search``): a busy machine slows every call's matching
+    # alike, and must not make ordinary calls wait for a person.
+    deadline = time.thread_time() + limits.GATE_MATCH_BUDGET_SECONDS
     unsure: Rule | None = None
     for rule in rules:
-        if time.monotonic() > deadline:
+        if time.thread_time() > deadline:
             return OVER_BUDGET_RULE
         verdict = _verdict(rule, action, deadline)
         if verdict is True and not (unsure is not None and rule.decision == ALLOW):

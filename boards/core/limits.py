@@ -91,8 +91,9 @@ WATCH_MAX_SECONDS = 300
 
 # A board's gate rules: each is matched against every tool call of its agents.
 GATE_RULES_MAX = 100
-# All of a board's rules together get this long to match one call; past it, the call is
-# asked about (a slow rule cannot slow every call, nor let one by).
+# All of a board's rules together get this much CPU time to match one call; past it, the
+# call is asked about (a slow rule cannot slow every call, nor let one by). CPU time, not
+# the wall clock: a loaded server must not hold ordinary calls for a person.
 GATE_MATCH_BUDGET_SECONDS = 0.1
 # A pattern's size once its repeats are counted (``(a{100}){100}`` is 10,000): compiling
 # a larger one costs the server seconds and gigabytes.
