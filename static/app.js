@@ -751,54 +751,36 @@
   document.addEventListener("htmx:ws:close", function (event) {
     if (boardSocket(event)) setLive("down");
   });
-  // A pushed "Needs you" list (the board's strip, the inbox) replaces its inputs: keep
-  // what a person was typing there.
-  var typed = null;
+  // A pushed "Needs you" list (the board's strip, the inbox) replaces its items: the note a
+  // person is typing survives by itself (hx-preserve, need.html). The card the panel shows is
+  // noted here: a push that replaces or removes it refreshes the panel.
+  var openCard = null;
   document.addEventListener("htmx:ws:before:message:incoming", function (event) {
     if (boardSocket(event) && (filtering || socketFilter !== currentFilter())) {
       event.detail.cancelled = true;
       return;
     }
     rememberFocus();
-    typed = {};
-    document.querySelectorAll(".needs [data-need] input[name=note]").forEach(function (input) {
-      var item = input.closest("[data-need]").dataset.need;
-      typed[item] = { value: input.value, focused: input === document.activeElement,
-                      start: input.selectionStart, end: input.selectionEnd };
-    });
+    var open = document.querySelector("#detail [data-detail-task]");
+    openCard = open ? { number: open.dataset.detailTask, card: byId("task-" + open.dataset.detailTask) } : null;
   });
 
-  function restoreTyped() {
-    if (!typed) return;
-    Object.keys(typed).forEach(function (item) {
-      var input = document.querySelector('.needs [data-need="' + item + '"] input[name=note]');
-      var saved = typed[item];
-      if (!input || input.value === saved.value) return;
-      input.value = saved.value;
-      if (saved.focused) {
-        input.focus();
-        input.setSelectionRange(saved.start, saved.end);
-      }
-    });
-    typed = null;
-  }
-
   document.addEventListener("htmx:ws:after:message:incoming", function (event) {
-    restoreTyped();
     restoreFocus();
     if (!boardSocket(event)) return;
     // A visible-again tab reconnects without before:connection, so keep the URL current.
     event.detail.connection.url = socketUrl();
     socketFilter = currentFilter();
+    // Before the columns are trimmed: only a card this push replaced or removed counts.
+    var seen = openCard;
+    openCard = null;
+    var open = document.querySelector("#detail [data-detail-task]");
+    if (seen && open && open.dataset.detailTask === seen.number && byId("task-" + seen.number) !== seen.card) {
+      showTask(open.dataset.taskUrl, false);
+    }
     trimColumns();
     syncTabCounts();
     collectEvents();
-    var open = document.querySelector("#detail [data-detail-task]");
-    var text = event.detail.message && event.detail.message.data;
-    if (open && typeof text === "string") {
-      var number = open.dataset.detailTask;
-      if (text.indexOf('id="task-' + number + '"') !== -1) showTask(open.dataset.taskUrl, false);
-    }
   });
 
   // Each lease shows its time left, counted down here between pushes (a renewal is pushed).

@@ -466,8 +466,9 @@
     document.getElementById("graph-zoom-fit").addEventListener("click", function () { zoomed = false; fit(); });
 
     // ---- Live: the board's socket (hx-ws, #graph-socket) says something happened ----
-    // Its pushes are the board's fragments: read here for the sequence and the tasks they
-    // touch, never swapped into this page.
+    // Its pushes are the board's fragments (cards, the strip, #board-seq, #board-events),
+    // never swapped into this page, which has none of their targets: each is parsed into an
+    // inert <template> (nothing in it runs or loads) and read as the page would read it.
 
     var socket = document.getElementById("graph-socket");
     var seq = socket.dataset.seq;
@@ -494,15 +495,18 @@
       event.detail.cancelled = true;
       var text = event.detail.message && event.detail.message.data;
       if (typeof text !== "string") return;
-      var marker = text.match(/id="board-seq" data-seq="(\d+)"/);
-      if (marker) {
-        seq = marker[1];
+      var push = document.createElement("template");
+      push.innerHTML = text;
+      var marker = push.content.getElementById("board-seq");
+      var pushedSeq = marker ? marker.dataset.seq : "";
+      if (pushedSeq) {
+        seq = pushedSeq;
         event.detail.connection.url = kanban.socketAddress(socketPath + "?seq=" + seq);
       }
-      var behind = marker && data && +marker[1] > data.seq;
-      if (behind || text.indexOf("<li data-seq=") !== -1) soon();
+      var behind = pushedSeq && data && +pushedSeq > data.seq;
+      if (behind || push.content.querySelector("#board-events li[data-seq]")) soon();
       var shown = detail.querySelector("[data-detail-task]");
-      if (shown && text.indexOf('id="task-' + shown.dataset.detailTask + '"') !== -1) {
+      if (shown && push.content.getElementById("task-" + shown.dataset.detailTask)) {
         kanban.showTask(shown.dataset.taskUrl, false);
       }
     });

@@ -102,7 +102,7 @@ def test_a_subagents_calls_are_marked_on_the_board_page(board, token, person_cli
 
     page = person_client.get("/boards/team/").content.decode()
 
-    calls = re.findall(r'<li class="call call--[a-z]+"[^>]*>.*?</li>', page, re.S)
+    calls = re.findall(r'<li\s+class="call call--[a-z]+"[^>]*>.*?</li>', page, re.S)
     assert len(calls) == 2, calls
     pwd, ls = calls  # newest first
     assert 'data-subagent="Explore"' in ls

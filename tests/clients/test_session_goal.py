@@ -53,7 +53,7 @@ def hold_push(board) -> ToolCall:
 
 def held_item(page: str, call: ToolCall) -> str:
     """The strip's or inbox's item of ``call``, as HTML."""
-    found = re.search(rf'<li class="need[^"]*"[^>]*data-call="{call.pk}".*?</li>\n', page, re.S)
+    found = re.search(rf'<li\s+class="need[^"]*"[^>]*data-call="{call.pk}".*?</li>\n', page, re.S)
     assert found, "the held call has no item"
     return found.group(0)
 

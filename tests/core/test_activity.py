@@ -9,6 +9,7 @@ from boards.core import services
 from boards.core.activity import describe, signal_of
 from boards.models import Event
 from tests.core.test_leases import lapse
+from tests.support.htmltext import flat
 from tests.web.test_consumers import connected_at_current_seq
 
 
@@ -67,14 +68,14 @@ async def test_each_push_carries_its_events_as_sentences_and_the_next_replaces_t
     communicator = await connected_at_current_seq(open_socket, board)
     try:
         await sync_to_async(services.task_create)(board=board, actor="worker-2", subject="Ship")
-        first = await communicator.receive_from(timeout=5)
+        first = flat(await communicator.receive_from(timeout=5))
         assert '<ul id="board-events" hidden hx-swap-oob="true">' in first
         assert 'data-kind="created" data-task="1" data-actor="worker-2"' in first
         assert "#1 “Ship” created by worker-2</li>" in first
         await sync_to_async(services.task_update)(
             board=board, actor="worker-2", task_id="1", status="completed"
         )
-        second = await communicator.receive_from(timeout=5)
+        second = flat(await communicator.receive_from(timeout=5))
         assert 'data-signal="completed">#1 moved to Completed by worker-2</li>' in second
         assert "created by" not in second
     finally:

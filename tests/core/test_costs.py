@@ -12,6 +12,7 @@ from boards.core import services
 from boards.models import Board, Task, Usage
 from tests.core.test_concurrency import post, run_in_threads
 from tests.support.factories import make_board, make_token
+from tests.support.htmltext import flat
 
 
 def usage(cost: float, tokens_in: int = 100, tokens_out: int = 10, model: str = "m-1") -> dict:
@@ -139,9 +140,8 @@ def test_people_set_the_budget_and_see_the_spend_on_the_board_and_cards(
     assert saved.status_code == 302
     board.refresh_from_db()
     assert board.budget_usd == Decimal("0.40")
-    assert (
-        "$0.50 of $0.40 · budget spent: claims stopped"
-        in person_client.get("/boards/team/").content.decode()
+    assert "$0.50 of $0.40 · budget spent: claims stopped" in flat(
+        person_client.get("/boards/team/").content
     )
     refused = person_client.post(
         "/boards/team/settings/", {"maxAttempts": "3", "budgetUsd": "lots"}

@@ -7,6 +7,7 @@ import pytest
 from django.test import Client
 
 from boards.models import Event, Label, Membership, Role, Task
+from tests.support.htmltext import flat
 
 
 def test_labels_are_set_on_create_added_and_removed_and_listed_lower_case(alice, board):
@@ -116,7 +117,7 @@ def test_an_operator_sets_labels_on_the_panel_and_the_card_is_pushed(
 ):
     alice.create("Fix the parser", labels=["old"])
     operator = _member(django_user_model, board, Role.OPERATOR)
-    panel = operator.get("/boards/team/tasks/1/").content.decode()
+    panel = flat(operator.get("/boards/team/tasks/1/").content)
     assert 'name="labels" value="old"' in panel
 
     with django_capture_on_commit_callbacks(execute=True):

@@ -21,6 +21,7 @@ from boards.core.auth import Caller
 from boards.models import Board, Event, Task
 from boards.needs import decisions
 from tests.support.factories import make_task, make_token
+from tests.support.htmltext import flat
 
 Refused = tuple[int, str] | None
 SEED003 = {"pending": "open", "completed": "done"}
@@ -255,7 +256,7 @@ def _failed_with_dependents(board: Board, count: int) -> None:
 def test_the_panel_shows_the_chain_and_cancels_exactly_that(board, person_client):
     _failed_with_dependents(board, 2)
     make_task(board, "After step 2", blocked_by=["3"])  # 4, through #3
-    panel = person_client.get(f"/boards/{board.slug}/tasks/1/").content.decode()
+    panel = flat(person_client.get(f"/boards/{board.slug}/tasks/1/").content)
     assert 'name="chain" value="2 3 4"' in panel
     assert "cancels 3 tasks: #2, #3, #4" in panel
     done = person_client.post(f"/boards/{board.slug}/tasks/1/cancel-chain/", {"chain": "2 3 4"})
@@ -266,7 +267,7 @@ def test_the_panel_shows_the_chain_and_cancels_exactly_that(board, person_client
 
 def test_a_chain_that_changed_since_it_was_shown_is_refused(board, person_client, alice):
     _failed_with_dependents(board, 2)
-    panel = person_client.get(f"/boards/{board.slug}/tasks/1/").content.decode()
+    panel = flat(person_client.get(f"/boards/{board.slug}/tasks/1/").content)
     assert 'name="chain" value="2 3"' in panel
     alice.create("Slipped in", blockedBy=["2"])  # 4: the person never saw it
     before = _snapshot(board)
@@ -274,8 +275,8 @@ def test_a_chain_that_changed_since_it_was_shown_is_refused(board, person_client
         f"/boards/{board.slug}/tasks/1/cancel-chain/", {"chain": "2 3"}, HTTP_HX_REQUEST="true"
     )
     assert refused.status_code == 409
-    assert "changed since it was shown (2 to cancel then, 3 now)" in refused.content.decode()
-    assert 'name="chain" value="2 3 4"' in refused.content.decode()  # shown again, as it is
+    assert "changed since it was shown (2 to cancel then, 3 now)" in flat(refused.content)
+    assert 'name="chain" value="2 3 4"' in flat(refused.content)  # shown again, as it is
     assert _snapshot(board) == before
 
 
@@ -285,7 +286,7 @@ def test_a_posted_chain_that_is_not_numbers_is_refused_naming_the_field(board, p
         f"/boards/{board.slug}/tasks/1/cancel-chain/", {"chain": "2 x"}, HTTP_HX_REQUEST="true"
     )
     assert refused.status_code == 400
-    assert "chain" in refused.content.decode()
+    assert "chain" in flat(refused.content)
     assert Task.objects.get(board=board, number=2).status == "pending"
 
 

@@ -20,6 +20,7 @@ from boards.models import Agent, Event, Task, ToolCall
 from boards.needs import decisions
 from tests.clients.test_hooks import bash, hook
 from tests.support.factories import make_token
+from tests.support.htmltext import flat
 
 
 def finish(agent, task_id: str, status: str = "completed") -> None:
@@ -28,7 +29,7 @@ def finish(agent, task_id: str, status: str = "completed") -> None:
 
 
 def completed_cards(html: str) -> list[int]:
-    column = html.split('id="cards-completed"', 1)[1].split('id="more-completed"', 1)[0]
+    column = flat(html).split('id="cards-completed"', 1)[1].split('id="more-completed"', 1)[0]
     return [int(n) for n in re.findall(r'<article id="task-(\d+)"', column)]
 
 
@@ -239,7 +240,7 @@ def test_each_new_item_has_its_own_note_box(alice, board, person_client):
     assert alice.call("TaskClaim", {"taskId": "1"}).status == 200
     assert alice.call("TaskRequestApproval", {"taskId": "1", "reason": "may I?"}).status == 200
     first = re.findall(
-        r'name="note" id="(note-[^"]+)"', person_client.get("/boards/team/").content.decode()
+        r'name="note" id="(note-[^"]+)"', flat(person_client.get("/boards/team/").content)
     )
     assert len(first) == 1
     version = board.tasks.get(number=1).version
@@ -250,7 +251,7 @@ def test_each_new_item_has_its_own_note_box(alice, board, person_client):
     assert alice.call("TaskClaim", {"taskId": "1"}).status == 200
     assert alice.call("TaskRequestApproval", {"taskId": "1", "reason": "again?"}).status == 200
     second = re.findall(
-        r'name="note" id="(note-[^"]+)"', person_client.get("/boards/team/").content.decode()
+        r'name="note" id="(note-[^"]+)"', flat(person_client.get("/boards/team/").content)
     )
     assert len(second) == 1 and second != first
 

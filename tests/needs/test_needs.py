@@ -20,6 +20,7 @@ from boards.needs import decisions, reads
 from boards.needs.inbox import inbox_counts, inbox_items
 from boards.web import rendering
 from tests.support.factories import make_task
+from tests.support.htmltext import flat
 
 
 def needs(board, number: int) -> str:
@@ -229,7 +230,7 @@ def test_desktop_notifications_come_from_the_inbox_by_each_boards_choices(
     # The person chose only completions on this board: the item still counts, but tells
     # nobody.
     person_client.post("/boards/team/notify/", {"kinds": ["completed"]})
-    pushed = rendering.inbox_parts(inbox_items(person), person, count_only=True)
+    pushed = flat(rendering.inbox_parts(inbox_items(person), person, count_only=True))
     assert "data-need=" not in pushed
     assert '<span id="inbox-count" class="count" hx-swap-oob="true">1</span>' in pushed
     # "Approval requested" alone brings approvals back, not other reasons.
@@ -350,13 +351,13 @@ async def test_the_inbox_socket_shows_a_request_from_another_board_as_it_is_made
         services.task_claim(board=other_board, agent="dana", task_id=1)
 
     await database_sync_to_async(ask)()
-    pushed = await socket.receive_from(timeout=5)
+    pushed = flat(await socket.receive_from(timeout=5))
     assert "Rotate the keys" in pushed and 'id="inbox-count"' in pushed
     assert 'data-approval-task="1"' in pushed
 
     counter = open_socket("/ws/inbox/?count=1")
     assert (await counter.connect())[0]
-    count = await counter.receive_from(timeout=5)
+    count = flat(await counter.receive_from(timeout=5))
     assert count.startswith('<span id="inbox-count"') and ">1<" in count
 
 

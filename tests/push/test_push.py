@@ -20,6 +20,7 @@ from boards.core.errors import InvalidInput, NotFound
 from boards.models import PushDevice, PushNotice, VapidKey
 from boards.push import devices, keys, notices
 from boards.webhooks.delivery import QUEUE
+from tests.support.htmltext import flat
 from tests.support.push_standin import Browser, PushService
 
 
@@ -119,7 +120,7 @@ def test_a_device_is_told_of_the_kinds_its_person_chose(
     device = PushDevice.objects.get(
         pk=subscribe(person_client, service.endpoint(browser), browser).json()["id"]
     )
-    page = person_client.get("/me/").content.decode()
+    page = flat(person_client.get("/me/").content)
     ticked = re.findall(r'name="kinds" value="(\w+)" checked', page)
     assert ticked == ["approval", "failed"]
 

@@ -13,12 +13,13 @@ from boards.core import services
 from boards.models import AgentToken, Board, Event, Webhook
 from boards.webhooks import subscriptions
 from tests.support.factories import make_task
+from tests.support.htmltext import flat
 
 HTMX = {"HX-Request": "true"}
 
 
 def text(response) -> str:
-    return response.content.decode()
+    return flat(response.content)
 
 
 def settings_of(board: Board) -> tuple:

@@ -15,6 +15,7 @@ from boards.core.selectors import COLUMN_PAGE
 from boards.models import Board, Membership, Role, Task
 from tests.conftest import Opener
 from tests.support.factories import make_board, make_task
+from tests.support.htmltext import flat
 
 WAIT = 5
 
@@ -24,7 +25,7 @@ def cards(html: str) -> list[int]:
 
 
 def count_text(html: str, column: str) -> str:
-    match = re.search(rf'<span id="count-{column}" class="count"[^>]*>([^<]*)</span>', html)
+    match = re.search(rf'<span id="count-{column}" class="count"[^>]*>([^<]*)</span>', flat(html))
     assert match, html[:300]
     return match.group(1)
 
@@ -52,7 +53,7 @@ def test_the_search_box_filters_every_column_and_counts_say_how_many_of_how_many
 
 
 def test_filters_compose_and_stay_in_the_url(person_client, tasks):
-    html = person_client.get("/boards/team/?q=migr&priority=high").content.decode()
+    html = flat(person_client.get("/boards/team/?q=migr&priority=high").content)
     assert cards(html) == [3]
     assert 'data-query="q=migr&amp;priority=high"' in html
     assert '<option value="high" selected>' in html
@@ -197,7 +198,7 @@ async def test_a_pushed_change_that_no_longer_matches_the_search_takes_the_card_
     await database_sync_to_async(services.task_update)(
         board=board, actor="alice", task_id=2, description="now with a rug"
     )
-    frame = await socket.receive_from(WAIT)
+    frame = flat(await socket.receive_from(WAIT))
     assert 'id="task-2" hx-swap-oob="delete"' in frame
     assert 'data-task-id="2"' not in frame
     assert count_text(frame, "pending") == "1 of 2"
@@ -205,7 +206,7 @@ async def test_a_pushed_change_that_no_longer_matches_the_search_takes_the_card_
     await database_sync_to_async(services.task_update)(
         board=board, actor="alice", task_id=1, subject="Polish the table"
     )
-    frame = await socket.receive_from(WAIT)
+    frame = flat(await socket.receive_from(WAIT))
     assert 'id="task-1" hx-swap-oob="delete"' in frame
     assert 'data-task-id="1"' not in frame
     assert count_text(frame, "pending") == "0 of 2"
@@ -213,7 +214,7 @@ async def test_a_pushed_change_that_no_longer_matches_the_search_takes_the_card_
     await database_sync_to_async(services.task_update)(
         board=board, actor="alice", task_id=1, notes="the lamp too"
     )
-    frame = await socket.receive_from(WAIT)
+    frame = flat(await socket.receive_from(WAIT))
     assert 'data-task-id="1"' in frame
     assert count_text(frame, "pending") == "1 of 2"
 
@@ -224,7 +225,7 @@ async def test_a_socket_without_filters_gets_every_card(open_socket: Opener, boa
     socket = open_socket(f"/ws/boards/team/?seq={await seq_of(board)}")
     assert (await socket.connect())[0]
     await database_sync_to_async(make_task)(board, "Something else")
-    frame = await socket.receive_from(WAIT)
+    frame = flat(await socket.receive_from(WAIT))
     assert 'data-task-id="2"' in frame
     assert count_text(frame, "pending") == "2"
 
@@ -237,12 +238,12 @@ async def test_a_filtered_socket_catches_up_with_its_filters(open_socket: Opener
     await database_sync_to_async(make_task)(board, "Lamp shade", priority="high")
     socket = open_socket(f"/ws/boards/team/?seq={seq}&priority=high")
     assert (await socket.connect())[0]
-    frame = await socket.receive_from(WAIT)
+    frame = flat(await socket.receive_from(WAIT))
     assert 'data-task-id="3"' in frame
     assert 'data-task-id="2"' not in frame
     # A socket told of no seq gets the whole board, filtered.
     other = open_socket("/ws/boards/team/?priority=high&q=lamp")
     assert (await other.connect())[0]
-    frame = await other.receive_from(WAIT)
+    frame = flat(await other.receive_from(WAIT))
     assert sorted(cards(frame)) == [1, 3]
     assert count_text(frame, "pending") == "2 of 3"

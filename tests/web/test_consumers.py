@@ -16,6 +16,7 @@ from django.test import Client
 from boards.core import services
 from boards.models import Board, Membership, Role
 from tests.conftest import HOST, ORIGIN, Opener
+from tests.support.htmltext import flat
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -132,7 +133,7 @@ async def test_socket_without_seq_gets_the_whole_board_on_connect(open_socket, b
     socket = open_socket("/ws/boards/team/")
     connected, _ = await socket.connect()
     assert connected
-    frame = await socket.receive_from(timeout=WAIT)
+    frame = flat(await socket.receive_from(timeout=WAIT))
     assert 'id="cards-pending" hx-swap-oob="true"' in frame
     assert 'data-task-id="1"' in frame
     assert seq_in(frame) == 2  # after the board's creation and the task's
@@ -143,7 +144,7 @@ async def test_change_made_through_the_service_pushes_the_card(open_socket, boar
 
     await create_task(board, "Write docs")
 
-    frame = await socket.receive_from(timeout=WAIT)
+    frame = flat(await socket.receive_from(timeout=WAIT))
     assert 'id="task-1"' in frame
     assert 'data-task-id="1"' in frame
     assert "hx-swap-oob" in frame
@@ -161,7 +162,7 @@ async def test_completing_a_blocker_moves_its_dependent_from_blocked_to_pending(
         board=board, actor="alice", task_id=1, status="completed"
     )
 
-    frame = await socket.receive_from(timeout=WAIT)
+    frame = flat(await socket.receive_from(timeout=WAIT))
     assert '<div id="task-1" hx-swap-oob="delete"></div>' in frame
     assert '<div id="task-2" hx-swap-oob="delete"></div>' in frame
     moved = frame[frame.index('<div id="task-2"') :]
@@ -183,7 +184,7 @@ async def test_a_persons_action_on_the_board_page_reaches_open_sockets(
     )
 
     assert response.status_code == 302
-    frame = await socket.receive_from(timeout=WAIT)
+    frame = flat(await socket.receive_from(timeout=WAIT))
     assert 'data-task-id="1"' in frame
     assert 'data-owner="bob"' in frame
 
@@ -242,7 +243,7 @@ async def test_reconnecting_after_a_reset_gets_the_whole_board(open_socket, boar
     socket = open_socket(f"/ws/boards/team/?seq={seen}")
     connected, _ = await socket.connect()
     assert connected
-    frame = await socket.receive_from(timeout=WAIT)
+    frame = flat(await socket.receive_from(timeout=WAIT))
     assert 'id="cards-pending" hx-swap-oob="true"' in frame
     assert "New" in frame
     assert "Old" not in frame
@@ -288,7 +289,7 @@ async def test_the_activity_socket_pushes_each_new_event_as_rows_of_the_feed(ope
 
     await create_task(board, "Write docs")
 
-    frame = await socket.receive_from(timeout=WAIT)
+    frame = flat(await socket.receive_from(timeout=WAIT))
     assert rows_in(frame) == [2]
     assert "#1 “Write docs” created by alice" in frame
     assert 'id="activity-empty" hx-swap-oob="delete"' in frame
@@ -303,7 +304,7 @@ async def test_the_activity_socket_catches_up_after_the_row_it_names_newest_firs
     socket = open_socket("/ws/boards/team/activity/?show=all&after=2")
     connected, _ = await socket.connect()
     assert connected
-    frame = await socket.receive_from(timeout=WAIT)
+    frame = flat(await socket.receive_from(timeout=WAIT))
     assert rows_in(frame) == [4, 3]
     assert resume_in(frame) == "/ws/boards/team/activity/?show=all&after=4"
 
@@ -317,7 +318,7 @@ async def test_the_activity_socket_pushes_only_what_its_filters_keep(open_socket
     assert await socket.receive_nothing(timeout=0.3)
     await database_sync_to_async(services.task_create)(board=board, actor="bob", subject="By bob")
 
-    frame = await socket.receive_from(timeout=WAIT)
+    frame = flat(await socket.receive_from(timeout=WAIT))
     assert rows_in(frame) == [3]
     assert "By bob" in frame
     assert "By alice" not in frame

@@ -8,6 +8,7 @@ from django.test import Client
 from boards.core import services
 from boards.models import Delivery, Event, Subscription, Webhook
 from tests.support.factories import make_token
+from tests.support.htmltext import flat
 
 
 @pytest.fixture
@@ -187,14 +188,14 @@ def test_a_bad_webhook_form_is_a_400_that_changes_nothing(board, person_client, 
 
 
 def test_a_person_chooses_what_notifies_them_and_the_board_remembers(board, person, person_client):
-    page = person_client.get("/boards/team/").content.decode()
+    page = flat(person_client.get("/boards/team/").content)
     assert 'value="approval_requested" checked' in page and 'value="completed" checked' not in page
     saved = person_client.post(
         "/boards/team/notify/", {"kinds": ["completed", "failed"]}, headers={"HX-Request": "true"}
     )
     assert saved.status_code == 200
     assert Subscription.objects.get(board=board, user=person).kinds == ["completed", "failed"]
-    page = person_client.get("/boards/team/").content.decode()
+    page = flat(person_client.get("/boards/team/").content)
     assert 'value="completed" checked' in page and 'value="approval_requested" checked' not in page
     refused = person_client.post("/boards/team/notify/", {"kinds": ["everything"]})
     assert refused.status_code == 400

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
+from tests.support.htmltext import flat
+
 
 def test_the_board_links_to_its_graph(board, person_client):
     page = person_client.get("/boards/team/").content.decode()
@@ -28,7 +30,7 @@ def test_the_board_links_to_its_graph(board, person_client):
 def test_the_page_preloads_the_graph_json_it_draws(
     board, person_client, query, json_query, current
 ):
-    page = person_client.get(f"/boards/team/graph/{query}").content.decode()
+    page = flat(person_client.get(f"/boards/team/graph/{query}").content)
     url = f"/boards/team/graph.json?{json_query}"
     assert f'<link rel="preload" as="fetch" crossorigin href="{url}">' in page
     assert f'data-json="{url}"' in page

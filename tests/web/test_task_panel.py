@@ -11,6 +11,7 @@ import re
 from boards.core import services
 from boards.models import Attempt, Event, Task
 from tests.support.factories import make_task
+from tests.support.htmltext import flat
 
 CONTROL = re.compile(
     r"<(?:a|button|select|textarea|input(?![^>]*type=\"hidden\"))\b[^>]*>[^<]*<?", re.S
@@ -20,7 +21,7 @@ CONTROL = re.compile(
 def panel(client, number: int) -> str:
     response = client.get(f"/boards/team/tasks/{number}/", headers={"HX-Request": "true"})
     assert response.status_code == 200
-    return response.content.decode()
+    return flat(response.content)
 
 
 def first_control(html: str) -> str:

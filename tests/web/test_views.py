@@ -15,6 +15,7 @@ from boards.core import services
 from boards.core.selectors import COLUMN_PAGE
 from boards.models import AgentToken, Board, Event, Membership, Message, Role, Task, hash_token
 from tests.support.factories import make_board, make_task, make_token
+from tests.support.htmltext import flat
 
 HTMX = {"HX-Request": "true"}
 
@@ -56,7 +57,7 @@ def card_html(html: str, number: int) -> str:
 
 
 def page(response) -> str:
-    return response.content.decode()
+    return flat(response.content)
 
 
 def last_seq(board: Board) -> int:
