@@ -35,7 +35,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
@@ -94,22 +94,31 @@ _boards = itertools.count(1)
 
 def new_board(cluster: Cluster, server: Server) -> ClaudeBoard:
     """A board and its three tokens, in one command (a Django start is two seconds)."""
+    [board] = new_boards(cluster, server, 1)
+    return board
+
+
+def new_boards(cluster: Cluster, server: Server, count: int) -> list[ClaudeBoard]:
+    """``count`` boards, each with its three tokens, in one command."""
     if not server.running:
         server.start()
-    slug = f"cc{next(_boards)}-{os.getpid()}"
+    slugs = [f"cc{next(_boards)}-{os.getpid()}" for _ in range(count)]
     out = cluster.manage(
         "shell",
         "--no-imports",
         "-c",
         "from django.core.management import call_command\n"
-        f"call_command('createboard', {slug!r}, name='Claude Code {slug}')\n"
-        f"call_command('issuetoken', {slug!r}, 'agents', team=True)\n"
-        f"call_command('issuetoken', {slug!r}, {AGENT!r})\n"
-        f"call_command('issuetoken', {slug!r}, 'auditor', admin=True)\n",
+        + "".join(
+            f"call_command('createboard', {slug!r}, name='Claude Code {slug}')\n"
+            f"call_command('issuetoken', {slug!r}, 'agents', team=True)\n"
+            f"call_command('issuetoken', {slug!r}, {AGENT!r})\n"
+            f"call_command('issuetoken', {slug!r}, 'auditor', admin=True)\n"
+            for slug in slugs
+        ),
     )
-    team, agent, admin = out.splitlines()[-3:]
-    assert all(t.startswith("ak_") for t in (team, agent, admin)), out
-    return ClaudeBoard(server, slug, team, agent, admin)
+    tokens = [line for line in out.splitlines() if line.startswith("ak_")]
+    assert len(tokens) == 3 * count, out
+    return [ClaudeBoard(server, slug, *tokens[3 * n : 3 * n + 3]) for n, slug in enumerate(slugs)]
 
 
 @pytest.fixture
@@ -145,8 +154,12 @@ class Session:
         settings: dict[str, Any],
         token: str,
         test: str,
+        *,
+        allowed_tools: Sequence[str] = ("Bash",),
+        threads: dict[str, list[Step]] | None = None,
     ) -> None:
-        self.api = AnthropicStandin(script)
+        self.api = AnthropicStandin(script, threads=threads or {})
+        self.allowed_tools = list(allowed_tools)
         self.workdir = workdir
         self.project = workdir / "project"
         self.test = test
@@ -166,7 +179,7 @@ class Session:
                 api_url=self.api.url,
                 workdir=self.workdir,
                 settings=settings,
-                allowed_tools=["Bash"],
+                allowed_tools=self.allowed_tools,
                 env={"KANBAN_TOKEN": token},
                 timeout=CLI_SECONDS,
             )
@@ -200,11 +213,17 @@ class Session:
 
 
 def start(
-    tmp_path: Path, page: Page, live_board: ClaudeBoard, script: list[Step], test: str
+    tmp_path: Path,
+    page: Page,
+    live_board: ClaudeBoard,
+    script: list[Step],
+    test: str,
+    **given: Any,
 ) -> Session:
-    """The CLI, started with the settings copied from the Connect page and the agent's token."""
+    """The CLI, started with the settings copied from the Connect page and the agent's token
+    (``given``: the Session's ``allowed_tools`` and ``threads``)."""
     settings = copied_settings(page, live_board)
-    return Session(script, tmp_path / "claude", settings, live_board.agent_token, test)
+    return Session(script, tmp_path / "claude", settings, live_board.agent_token, test, **given)
 
 
 def roster_row(page: Page, agent: str = AGENT) -> Locator:

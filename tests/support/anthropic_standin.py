@@ -12,6 +12,13 @@ next scripted step, a :class:`ToolUse` (``stop_reason: tool_use``) or a :class:`
 requests (the session title, and the like) get a short text. ``count_tokens`` answers a
 count; any other path a 404 in the API's error shape.
 
+A :class:`Pause` in a script holds the next turn's answer until the test lets it go (the
+CLI waits on the API meanwhile), so a test can act between two of the model's steps: when
+the pause is reached, everything the CLI did for the step before it (the tool call and
+its hooks) is over. A subagent's turns come to the same stand-in, beside its parent's (a
+background subagent's interleave with them): ``threads`` maps a text found in a turn's
+first user message (the subagent's prompt) to that subagent's own script.
+
 Every request is recorded (:attr:`AnthropicStandin.requests`), so a test can assert what the
 model "read": :meth:`AnthropicStandin.tool_results` gives the ``tool_result`` blocks the
 CLI sent back, with their text.
@@ -52,7 +59,20 @@ class Text:
     text: str
 
 
-Step = ToolUse | Text
+@dataclass(frozen=True)
+class Pause:
+    """The next turn is answered only once the test sets ``go`` (at most ``seconds``
+    later); ``reached`` is set when the CLI asks for it."""
+
+    go: threading.Event = field(default_factory=threading.Event, compare=False)
+    reached: threading.Event = field(default_factory=threading.Event, compare=False)
+    seconds: float = 60
+
+    def wait_reached(self, seconds: float = 60) -> None:
+        assert self.reached.wait(seconds), f"the CLI did not reach the pause in {seconds} s"
+
+
+Step = ToolUse | Text | Pause
 
 
 @dataclass(frozen=True)
@@ -88,10 +108,13 @@ def _text_of(content: Any) -> str:
 class AnthropicStandin:
     script: list[Step]
     requests: list[Request] = field(default_factory=list)
+    # A subagent's own script, by a text of its prompt (its turns' first user message).
+    threads: dict[str, list[Step]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
         self._steps = iter(self.script)
+        self._threads = {marker: iter(steps) for marker, steps in self.threads.items()}
         self._ids = itertools.count(1)
         standin = self
 
@@ -110,7 +133,7 @@ class AnthropicStandin:
                 if request.path == "/v1/messages/count_tokens":
                     self._json(200, {"input_tokens": len(raw) // 4})
                 elif request.path == "/v1/messages":
-                    step = standin._next_step() if request.is_main_loop else Text(SIDE_TEXT)
+                    step = standin._next_step(body) if request.is_main_loop else Text(SIDE_TEXT)
                     message_id = f"msg_standin_{next(standin._ids):04d}"
                     if body.get("stream"):
                         self._stream(message_id, step)
@@ -142,7 +165,7 @@ class AnthropicStandin:
                 self.end_headers()
                 self.wfile.write(data)
 
-            def _stream(self, message_id: str, step: Step) -> None:
+            def _stream(self, message_id: str, step: ToolUse | Text) -> None:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream; charset=utf-8")
                 self.send_header("Cache-Control", "no-cache")
@@ -204,11 +227,23 @@ class AnthropicStandin:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _next_step(self) -> Step:
+    def _next_step(self, body: dict[str, Any]) -> ToolUse | Text:
+        messages = body.get("messages") or [{}]
+        first = json.dumps(messages[0].get("content"))
         with self._lock:
-            return next(self._steps, Text(EXHAUSTED))
+            steps = next(
+                (steps for marker, steps in self._threads.items() if marker in first),
+                self._steps,
+            )
+        while True:
+            with self._lock:
+                step = next(steps, Text(EXHAUSTED))
+            if not isinstance(step, Pause):
+                return step
+            step.reached.set()
+            step.go.wait(step.seconds)  # outside the lock: other threads' turns go on
 
-    def _message(self, message_id: str, step: Step) -> dict[str, Any]:
+    def _message(self, message_id: str, step: ToolUse | Text) -> dict[str, Any]:
         if isinstance(step, ToolUse):
             block: dict[str, Any] = {
                 "type": "tool_use",
@@ -231,7 +266,9 @@ class AnthropicStandin:
             "usage": {"input_tokens": 10, "output_tokens": 10},
         }
 
-    def _events(self, message_id: str, step: Step) -> Iterator[tuple[str, dict[str, Any]]]:
+    def _events(
+        self, message_id: str, step: ToolUse | Text
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
         message = self._message(message_id, step)
         block = message["content"][0]
         usage = {"input_tokens": 10, "output_tokens": 1}
