@@ -76,7 +76,13 @@ def _counts(board: Board) -> dict[str, int]:
 
 
 def _written(caller: Caller, outcome: services.Outcome) -> Answer:
-    return Answer({"task": _task(caller.board, outcome.task_number), "changes": outcome.changes})
+    # The view the write built in its transaction, else the task read again.
+    task: dict | None
+    if outcome.view is not None:
+        task = selectors.task_to_dict(outcome.view, with_children=True)
+    else:
+        task = _task(caller.board, outcome.task_number)
+    return Answer({"task": task, "changes": outcome.changes})
 
 
 @tool(name="TaskCreate", input=TaskCreateInput, answer=Written, hints=Hints("Create a task"))
@@ -111,7 +117,7 @@ def handle_task_get(caller: Caller, data: TaskGetInput) -> Answer:
 def handle_task_update(caller: Caller, data: TaskUpdateInput) -> Answer:
     # Only the fields the agent sent change.
     fields = data.model_dump(exclude_unset=True)
-    outcome = services.task_update(board=caller.board, actor=caller.agent, **fields)
+    outcome = services.task_update(board=caller.board, actor=caller.agent, view=True, **fields)
     return _written(caller, outcome)
 
 

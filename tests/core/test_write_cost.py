@@ -8,13 +8,19 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-# Authentication and lease renewal (2), the transaction with the board locked, the task,
-# its kept count, its event, the day's flow and the board's counters (8 with BEGIN and
-# COMMIT on SQLite), the answer's task with labels, edges and children (4), the push
-# devices' check after commit and the unread messages (2).
-CREATE_QUERIES = 17
-# The same, the task read and written, its flags derived (3 reads) and no flow row.
-UPDATE_QUERIES = 17
+# Authentication and lease renewal (2); the transaction (BEGIN and COMMIT, savepoints
+# here) with the board locked, the task inserted (its kept count with it), its event, the
+# day's flow and the board's counters (6); the unread messages (1). The answer is built
+# from the rows in hand, inside the transaction: no read of the task after the write.
+CREATE_QUERIES = 10
+# The same without the flow row, with the task read and saved, its edges read once for its
+# flags and its answer, and its labels and children (the answer's) read: 13.
+UPDATE_QUERIES = 13
+
+
+def whole_task_reads(queries: list[str]) -> int:
+    """Reads of a task's whole row (its subject among the columns)."""
+    return sum(sql.startswith("SELECT") and '"boards_task"."subject"' in sql for sql in queries)
 
 
 def counted(agent, tool: str, body: dict) -> list[str]:
@@ -26,9 +32,13 @@ def counted(agent, tool: str, body: dict) -> list[str]:
 
 def test_a_create_and_an_update_stay_within_their_queries(alice):
     alice.create("Warm")  # the day's flow row exists, as on any board in use
-    assert len(counted(alice, "TaskCreate", {"subject": "Write the report"})) <= CREATE_QUERIES
+    create = counted(alice, "TaskCreate", {"subject": "Write the report"})
+    assert len(create) <= CREATE_QUERIES
     update = counted(alice, "TaskUpdate", {"taskId": "2", "notes": "half way"})
     assert len(update) <= UPDATE_QUERIES
+    # The answer is the row the write holds: a create reads no task, an update the one it
+    # changes, once.
+    assert (whole_task_reads(create), whole_task_reads(update)) == (0, 1)
     # The task's kept count comes from the flags the write derived, not from reading its
     # counted bits again (``TaskQuerySet.counted_now``).
     assert not [sql for sql in update if 'AS "counted"' in sql]
@@ -63,3 +73,50 @@ def test_a_search_writes_its_snippets_in_the_ranking_query(alice):
         "**Deploy** the service",
         "**Deploy** the docs",
     ]
+
+
+def _as_read(agent, number: str) -> dict:
+    """The task as a read after the write shows it (TaskGet, without its own extras)."""
+    reply = agent.call("TaskGet", {"taskId": number})
+    assert reply.status == 200, reply.body
+    task = reply.body["task"]
+    del task["attempts"], task["readiness"], task["approval"]["history"]
+    return task
+
+
+def test_a_writes_answer_is_the_task_as_read_after_it(alice, bob):
+    """TaskCreate and TaskUpdate build their answer in the write's transaction from the rows
+    they hold (``Work.answer``): through edges, labels, a parent and children, status
+    changes that flip their dependents, approval and usage, it is the task a read shows."""
+    steps: list[tuple[str, dict]] = [
+        (
+            "TaskCreate",
+            {"subject": "Root", "labels": ["Ops", "db"], "metadata": {"b": 1, "a": "x"}},
+        ),
+        ("TaskCreate", {"subject": "Child", "parentId": "1", "priority": "high"}),
+        ("TaskCreate", {"subject": "Waits", "blockedBy": ["1", "2"], "description": "d"}),
+        ("TaskCreate", {"subject": "Blocks", "blocks": ["1"], "requiresApproval": True}),
+        ("TaskCreate", {"subject": "Plain"}),
+        ("TaskUpdate", {"taskId": "1", "notes": "half way"}),
+        ("TaskUpdate", {"taskId": "3", "notes": "waiting", "addLabels": ["x"]}),
+        ("TaskUpdate", {"taskId": "3", "removeBlockedBy": ["2"], "removeLabels": ["x"]}),
+        ("TaskUpdate", {"taskId": "5", "parentId": "1", "metadata": {"k": True}}),
+        ("TaskUpdate", {"taskId": "5", "parentId": None, "addBlocks": ["3"]}),
+        ("TaskUpdate", {"taskId": "2", "status": "in_progress", "owner": "alice"}),
+        ("TaskUpdate", {"taskId": "2", "usage": {"inputTokens": 10, "costUsd": 0.1234567}}),
+        ("TaskUpdate", {"taskId": "2", "status": "failed", "result": "broke"}),
+        ("TaskUpdate", {"taskId": "5", "status": "in_progress", "owner": "alice"}),
+        ("TaskUpdate", {"taskId": "5", "status": "completed", "result": "done"}),
+        ("TaskUpdate", {"taskId": "5", "status": "pending"}),
+        ("TaskUpdate", {"taskId": "1", "labels": [], "priority": "low", "expectedVersion": 2}),
+        ("TaskUpdate", {"taskId": "4", "subject": "Blocks, renamed"}),
+        ("TaskUpdate", {"taskId": "1", "notes": "half way"}),  # changes nothing
+        # Its own flags flip: stranded (a dependent waits on it), then stuck at birth.
+        ("TaskUpdate", {"taskId": "5", "status": "cancelled"}),
+        ("TaskCreate", {"subject": "Behind a cancelled one", "blockedBy": ["5", "1"]}),
+    ]
+    for tool, body in steps:
+        reply = alice.call(tool, body)
+        assert reply.status == 200, (tool, body, reply.body)
+        written = reply.body["task"]
+        assert written == _as_read(bob, written["id"]), (tool, body)

@@ -89,6 +89,7 @@ from boards.core.selectors.tasks import (
     task_views,
     tree_order,
     unread_count,
+    view_of,
     view_parent_number,
 )
 from boards.core.states import DEAD_ENDS, TERMINAL_STATUSES
@@ -161,6 +162,7 @@ __all__ = [
     "tree_order",
     "unread_count",
     "usage_dict",
+    "view_of",
     "view_parent_number",
     "waiting_sessions",
     "webhooks_with_deliveries",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, TypedDict, Unpack
@@ -203,21 +203,42 @@ def _views_of(
     for task_pk, task_number, blocker_pk, blocker_number, blocker_status in edges:
         blockers_of.setdefault(task_pk, []).append((blocker_number, blocker_status))
         blocks_of.setdefault(blocker_pk, []).append(task_number)
-    views = {}
-    for task in tasks:
-        blockers = blockers_of.get(task.pk, [])
-        views[task.number] = TaskView(
-            task=task,
-            blocked_by=sorted(bn for bn, _ in blockers),
-            open_blockers=sorted(bn for bn, bs in blockers if bs != Status.COMPLETED),
-            blocks=sorted(blocks_of.get(task.pk, [])),
-            children=sorted(children.get(task.pk, ())),
-            stuck_on=sorted(bn for bn, bs in blockers if bs in DEAD_ENDS),
-            dead_ends={bn: bs for bn, bs in blockers if bs in DEAD_ENDS},
-            max_attempts=board.max_attempts,
+    return {
+        task.number: view_of(
+            board,
+            task,
+            blockers=blockers_of.get(task.pk, []),
+            blocks=blocks_of.get(task.pk, []),
+            children=children.get(task.pk, []),
             labels=labels.get(task.pk, []),
         )
-    return views
+        for task in tasks
+    }
+
+
+def view_of(
+    board: Board,
+    task: Task,
+    *,
+    blockers: Iterable[tuple[int, str]],
+    blocks: Iterable[int],
+    children: Iterable[int],
+    labels: list[str],
+) -> TaskView:
+    """A task's view from its relations: its blockers (number, status), the numbers of
+    the tasks it blocks and of its children, its labels (sorted)."""
+    blockers = list(blockers)
+    return TaskView(
+        task=task,
+        blocked_by=sorted(bn for bn, _ in blockers),
+        open_blockers=sorted(bn for bn, bs in blockers if bs != Status.COMPLETED),
+        blocks=sorted(blocks),
+        children=sorted(children),
+        stuck_on=sorted(bn for bn, bs in blockers if bs in DEAD_ENDS),
+        dead_ends={bn: bs for bn, bs in blockers if bs in DEAD_ENDS},
+        max_attempts=board.max_attempts,
+        labels=labels,
+    )
 
 
 def labels_of(pks: Iterable[int]) -> dict[int, list[str]]:
@@ -254,6 +275,10 @@ class Flags:
     status: str = ""
     approval_state: str = ""
     counted: int = 0
+    # Its edges as read to derive the flags, for the view of a write's answer (``view_of``):
+    # its blockers (number, status) and the numbers of every task it blocks.
+    blockers: tuple[tuple[int, str], ...] = ()
+    blocks: tuple[int, ...] = ()
 
 
 # The columns ``derive_flags`` reads: what ``rules.needs_of`` looks at, the stored flags and
@@ -302,41 +327,60 @@ def derive_flags(
     now: datetime,
     stalled_before: datetime | None = None,
     unattended: bool | None = None,
+    *,
+    known: Mapping[int, Task] | None = None,
 ) -> list[Flags]:
     """Blocked, stuck and what needs a person (``rules``), as the task's blockers and
-    dependents say now, for the given tasks, in three queries; a task that no longer
-    exists is left out. Ordered by number. ``stalled_before``: the sweeper's measure of
-    no progress, ``unattended`` its measure of a board every agent left
-    (``rules.needs_of``)."""
+    dependents say now, for the given tasks: their rows and their edges, two queries; a
+    task that no longer exists is left out. Ordered by number. ``stalled_before``: the
+    sweeper's measure of no progress, ``unattended`` its measure of a board every agent
+    left (``rules.needs_of``). ``known``: tasks in hand as stored (by pk), not read again
+    (only the edges are read when every task is known)."""
     pks = set(pks)
-    tasks = list(Task.objects.filter(pk__in=pks).only(*FLAG_FIELDS).order_by("number"))
+    known = {pk: task for pk, task in (known or {}).items() if pk in pks}
+    tasks = list(known.values())
+    if pks - set(known):
+        rows = Task.objects.filter(pk__in=pks - set(known)).only(*FLAG_FIELDS).order_by()
+        tasks += list(rows)
+    tasks.sort(key=lambda task: task.number)
     grace = timedelta(seconds=board.failure_grace_seconds)
     max_attempts = board.max_attempts
-    blockers: dict[int, list[tuple[str, int, datetime | None]]] = {}
-    for task_pk, *blocker in (
-        Dependency.objects.filter(task_id__in=pks)
+    # The edges both ways in one read: each task's blockers, and every task it blocks,
+    # finished or not (whether one waits on it; for a write's answer, all it blocks).
+    blockers: dict[int, list[tuple[int, str, int, datetime | None]]] = {}
+    dependents: dict[int, list[tuple[int, str]]] = {}
+    for task_pk, blocker_pk, number, status, *blocker in (
+        Dependency.objects.filter(Q(task_id__in=pks) | Q(blocker_id__in=pks))
         .order_by()
-        .values_list("task_id", "blocker__status", "blocker__failures", "blocker__completed_at")
+        .values_list(
+            "task_id",
+            "blocker_id",
+            "task__number",
+            "task__status",
+            "blocker__number",
+            "blocker__status",
+            "blocker__failures",
+            "blocker__completed_at",
+        )
     ):
-        blockers.setdefault(task_pk, []).append(tuple(blocker))  # type: ignore[arg-type]
-    waited_on = set(
-        Dependency.objects.filter(blocker_id__in=pks, task__status__in=UNFINISHED)
-        .order_by()
-        .values_list("blocker_id", flat=True)
-    )
+        if task_pk in pks:
+            blockers.setdefault(task_pk, []).append(tuple(blocker))  # type: ignore[arg-type]
+        if blocker_pk in pks:
+            dependents.setdefault(blocker_pk, []).append((number, status))
     derived = []
     for task in tasks:
         finished = task.status in TERMINAL_STATUSES
-        statuses = blockers.get(task.pk, ())
-        blocked = not finished and any(s != Status.COMPLETED for s, _, _ in statuses)
+        edges = blockers.get(task.pk, ())
+        blocked = not finished and any(s != Status.COMPLETED for _, s, _, _ in edges)
         stuck = not finished and any(
             gives_up(s, f, at, max_attempts=max_attempts, grace=grace, now=now)
-            for s, f, at in statuses
+            for _, s, f, at in edges
         )
+        waits = dependents.get(task.pk, ())
         needs = needs_of(
             task,
             blocked=blocked,
-            waiting=task.pk in waited_on,
+            waiting=any(status in UNFINISHED for _, status in waits),
             max_attempts=max_attempts,
             grace=grace,
             now=now,
@@ -358,6 +402,8 @@ def derive_flags(
                 task.status,
                 task.approval_state,
                 task.counted,
+                blockers=tuple((n, s) for n, s, _, _ in edges),
+                blocks=tuple(n for n, _ in waits),
             )
         )
     return derived

@@ -52,6 +52,7 @@ def apply(
             f"{field}: at most {LABELS_MAX} labels a task (this would make {len(after)})",
             field=field,
         )
+    work.labels[task.pk] = after
     if after == before:
         return {}
     Label.objects.filter(task=task).exclude(name__in=after).delete()

@@ -24,10 +24,17 @@ from boards.core import events, limits
 from boards.core.activity import status_to
 from boards.core.errors import InvalidInput, refuse
 from boards.core.rules import KEPT_COUNTS, count_delta, counted_bits
-from boards.core.selectors import Flags, cycle_through, derive_flags, parse_task_id
+from boards.core.selectors import (
+    Flags,
+    TaskView,
+    cycle_through,
+    derive_flags,
+    parse_task_id,
+    view_of,
+)
 from boards.core.services import outbox
 from boards.core.states import EventKind
-from boards.models import Board, Dependency, Event, FlowDay, Reason, Status, Task
+from boards.models import Board, Dependency, Event, FlowDay, Label, Reason, Status, Task
 
 # The board's counter of each finished status.
 FINISHED_COUNTERS = {
@@ -82,6 +89,9 @@ class Outcome:
     changes: list[dict]
     awaiting_approval: bool = False
     operations: list[dict] = field(default_factory=list)
+    # The task's view as the write committed it, built in its transaction from the rows
+    # in hand (``Work.answer``); None: the answer reads the task after commit.
+    view: TaskView | None = None
 
 
 class Work:
@@ -127,6 +137,14 @@ class Work:
         self.derived: dict[int, Flags] = {}
         # The sweeper's measure of a board every agent left (None: a write, which keeps it).
         self.unattended: bool | None = None
+        # The task the write answers with, as stored (the service sets it after its last
+        # save): its flags are derived without reading it again, and (``viewed``) its view
+        # is built from it when the work ends instead of read after commit (``view``).
+        # Each task's labels as the work left them, when known.
+        self.answer: Task | None = None
+        self.viewed = True
+        self.view: TaskView | None = None
+        self.labels: dict[int, list[str]] = {}
 
     def touch_held_by(self, agent: str) -> None:
         """Re-render the cards ``agent`` holds: they show whether it is there."""
@@ -211,6 +229,24 @@ class Work:
             field = KEPT_FIELDS[key]
             setattr(self.board, field, max(0, getattr(self.board, field) + delta))
 
+    def bits(self, task: Task) -> int:
+        """The kept counts a task in hand adds to (``rules.counted_bits``)."""
+        return counted_bits(
+            status=task.status,
+            blocked=task.blocked,
+            stuck=task.stuck,
+            needs=task.needs,
+            failures=task.failures,
+            approval_state=task.approval_state,
+            max_attempts=self.board.max_attempts,
+        )
+
+    def created_task(self, task: Task) -> None:
+        """A task about to be inserted: counted as it is made (its bits stored with it), so
+        that a task nothing else changes costs no read and no write when the work ends."""
+        task.counted = self.bits(task)
+        self._move_counts(0, task.counted)
+
     def _count_open(self) -> None:
         """Move the board's kept counts by what the tasks this work changed now add to them
         (their bits, ``rules.counted_bits``, against the bits last counted)."""
@@ -221,6 +257,8 @@ class Work:
                 regroup.setdefault(after, []).append(pk)
         for bits, pks in regroup.items():
             Task.objects.filter(pk__in=pks).update(counted=bits)
+            if self.answer is not None and self.answer.pk in pks:
+                self.answer.counted = bits
 
     def _counted_now(self) -> list[tuple[int, int, int]]:
         """(pk, the kept counts it adds to now, what was counted) of each task this work
@@ -244,6 +282,12 @@ class Work:
         ]
         # A rechecked task missing from the flags no longer exists (deleted).
         numbers = self.touched - {flags.number for flags in self.derived.values()}
+        task = self.answer
+        if task is not None and task.number in numbers and task.number in self.created:
+            # Created by this work and not rechecked: its row is the one in hand, counted
+            # when it was made (``created``).
+            numbers.discard(task.number)
+            found.append((task.pk, self.bits(task), task.counted))
         if numbers:
             rows = Task.objects.filter(board=self.board, number__in=numbers)
             found += [row for row in rows.counted_now(max_attempts) if row[0] not in self.derived]
@@ -271,10 +315,13 @@ class Work:
         itself, and record each task that comes to need a person (SPEC §12)."""
         groups: dict[tuple[bool, bool, str], list[int]] = {}
         flipped: dict[bool, list[int]] = {True: [], False: []}
+        known = {self.answer.pk: self.answer} if self.answer is not None else None
         for flags in derive_flags(
-            self.board, self.recheck, self.now, self.stalled_before, self.unattended
+            self.board, self.recheck, self.now, self.stalled_before, self.unattended, known=known
         ):
             self.derived[flags.pk] = flags
+            if self.answer is not None and flags.pk == self.answer.pk and flags.changed:
+                _flags_onto(self.answer, flags, self.now)
             if not flags.changed:
                 continue
             groups.setdefault((flags.blocked, flags.stuck, flags.needs), []).append(flags.pk)
@@ -314,7 +361,9 @@ class Work:
             number = refs[ident]
         else:
             number = parse_task_id(ident, field=field)
-        task = Task.objects.filter(board=self.board, number=number).first()
+        # (board, number) is unique: unordered, not ``first()``, whose ORDER BY costs
+        # compiling on every write.
+        task = next(iter(Task.objects.filter(board=self.board, number=number).order_by()[:1]), None)
         if task is None:
             raise refuse("task_not_found", number=number)
         return task
@@ -352,6 +401,52 @@ class Work:
             reset=self.reset,
             header=self.reset or self.header or events.changes_header(self.events) or self.spent,
         )
+        if self.answer is not None and self.viewed:
+            self.view = self._answer_view(self.answer)
+
+    def _answer_view(self, task: Task) -> TaskView | None:
+        """The answer's view of ``task`` as this work leaves it, inside its transaction
+        (the board is locked: nothing else has changed it), from what the work holds:
+        the row as saved with its flags as stored, its edges as ``derive_flags`` read
+        them, its labels as set. None when the work does not know its edges (a write
+        that did not recheck it): the answer then reads it after commit."""
+        if task.number in self.deleted:
+            return None
+        created = task.number in self.created
+        flags = self.derived.get(task.pk)
+        if flags is None and not created:
+            return None
+        # A new task has no edges but the ones this work added, which rechecked it.
+        blockers, blocks = (flags.blockers, flags.blocks) if flags else ((), ())
+        # What the work does not hold: a task it did not make has labels and children it
+        # did not set (a read each: cheaper than asking the task's read for them).
+        labels = self.labels.get(task.pk)
+        if labels is None:
+            labels = (
+                []
+                if created
+                else sorted(Label.objects.filter(task=task).values_list("name", flat=True))
+            )
+        children: list[int] = []
+        if not created:
+            children = list(
+                Task.objects.filter(parent=task).order_by().values_list("number", flat=True)
+            )
+        if task.parent_id is not None and not Task.parent.is_cached(task):
+            # Its number only (``view_parent_number``), not the whole parent's row.
+            task.parent_number = (  # type: ignore[attr-defined]
+                Task.objects.filter(pk=task.parent_id).values_list("number", flat=True).first()
+            )
+        return view_of(
+            self.board, task, blockers=blockers, blocks=blocks, children=children, labels=labels
+        )
+
+
+def _flags_onto(task: Task, flags: Flags, now: datetime) -> None:
+    """Keep a task in hand as ``Work._store_flags`` stores its flags."""
+    if flags.needs != task.needs:
+        task.needs_since = now if flags.needs else None
+    task.blocked, task.stuck, task.needs = flags.blocked, flags.stuck, flags.needs
 
 
 @contextmanager
