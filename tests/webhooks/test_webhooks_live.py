@@ -148,8 +148,12 @@ def test_a_board_whose_endpoints_drip_holds_one_worker_and_other_boards_get_thei
 def test_two_worker_processes_deliver_each_attempt_once_and_a_killed_one_loses_nothing(
     tmp_path: Path, clusters, receivers, backend
 ):
-    # The servers run no workers: the library's worker processes do (scale-out).
-    cluster = Cluster(tmp_path, backend=backend, env={**ENV, "KANBAN_WORKER": "0"})
+    # The servers run no workers: the library's worker processes do (scale-out). The hung
+    # attempt must outlast a `manage.py shell` start (seconds on a loaded machine) that
+    # finds the worker holding it.
+    deadline = 10
+    env = {**ENV, "KANBAN_WORKER": "0", "KANBAN_WEBHOOK_DEADLINE_SECONDS": str(deadline)}
+    cluster = Cluster(tmp_path, backend=backend, env=env)
     clusters.append(cluster)
     base = cluster.start()
     cluster.board("hooks")
@@ -180,7 +184,7 @@ def test_two_worker_processes_deliver_each_attempt_once_and_a_killed_one_loses_n
             f"Task {n}" for n in range(6)
         }
 
-    wait_until(all_arrived, timeout=4 * TIMEOUT + 30, what="every event delivered")
+    wait_until(all_arrived, timeout=4 * deadline + 30, what="every event delivered")
 
     def states() -> str:
         return cluster.manage(
