@@ -64,7 +64,10 @@ def test_approving_a_held_step_up_call_from_the_strip_asks_for_the_passkey_first
     page.on("response", seen)
     approve.click()
     # Three round trips and a WebAuthn ceremony before the approval itself.
-    expect(page.locator("#needs [data-call]")).to_have_count(0, timeout=15_000)
+    try:
+        expect(page.locator("#needs [data-call]")).to_have_count(0, timeout=15_000)
+    except AssertionError as exc:  # what the page had asked by then says where it stopped
+        raise AssertionError(f"{exc}\nthe page asked: {asked}") from None
     thread.join(10)
     assert answers and "allow" in json.dumps(answers[0])
     assert asked == [
