@@ -157,13 +157,13 @@ def test_a_loaded_server_never_holds_an_ordinary_call_for_a_person():
         while not stop.is_set():
             pass
 
-    spinners = [threading.Thread(target=spin, daemon=True) for _ in range(24)]
+    spinners = [threading.Thread(target=spin, daemon=True) for _ in range(16)]
     for spinner in spinners:
         spinner.start()
     try:
         held = [
             n
-            for n in range(30)
+            for n in range(5)
             if gates.first_match(gates.DEFAULT_RULES, "Bash", bash(f"echo {n}"), CWD) is not None
         ]
     finally:
