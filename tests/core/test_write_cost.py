@@ -14,8 +14,8 @@ from django.test.utils import CaptureQueriesContext
 # from the rows in hand, inside the transaction: no read of the task after the write.
 CREATE_QUERIES = 10
 # The same without the flow row, with the task read and saved, its edges read once for its
-# flags and its answer, and its labels and children (the answer's) read: 13.
-UPDATE_QUERIES = 13
+# flags and its answer, and its labels and children (the answer's) read in one: 12.
+UPDATE_QUERIES = 12
 
 
 def whole_task_reads(queries: list[str]) -> int:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -421,17 +421,12 @@ class Work:
         # What the work does not hold: a task it did not make has labels and children it
         # did not set (a read each: cheaper than asking the task's read for them).
         labels = self.labels.get(task.pk)
-        if labels is None:
-            labels = (
-                []
-                if created
-                else sorted(Label.objects.filter(task=task).values_list("name", flat=True))
-            )
         children: list[int] = []
         if not created:
-            children = list(
-                Task.objects.filter(parent=task).order_by().values_list("number", flat=True)
-            )
+            held, children = _labels_and_children(task.pk)
+            if labels is None:
+                labels = held
+        labels = sorted(labels or [])
         if task.parent_id is not None and not Task.parent.is_cached(task):
             # Its number only (``view_parent_number``), not the whole parent's row.
             task.parent_number = (  # type: ignore[attr-defined]
@@ -440,6 +435,28 @@ class Work:
         return view_of(
             self.board, task, blockers=blockers, blocks=blocks, children=children, labels=labels
         )
+
+
+# Names from the models' metadata, never from input: a label row is (0, its name), a
+# child's (its number, NULL).
+_LABELS_AND_CHILDREN = (
+    f"SELECT 0, {Label._meta.get_field('name').column} FROM {Label._meta.db_table} "  # noqa: S608
+    f"WHERE {Label._meta.get_field('task').column} = %s "
+    f"UNION ALL SELECT {Task._meta.get_field('number').column}, NULL FROM {Task._meta.db_table} "
+    f"WHERE {Task._meta.get_field('parent').column} = %s"
+)
+
+
+def _labels_and_children(pk: int) -> tuple[list[str], list[int]]:
+    """A task's label names and its children's numbers, in one statement. Written as SQL:
+    on the write's answer (every TaskUpdate) the ORM's compiling of two queries costs more
+    than running them."""
+    with connection.cursor() as cursor:
+        cursor.execute(_LABELS_AND_CHILDREN, [pk, pk])
+        rows = cursor.fetchall()
+    return [name for number, name in rows if name is not None], [
+        number for number, name in rows if name is None
+    ]
 
 
 def _flags_onto(task: Task, flags: Flags, now: datetime) -> None:
