@@ -4,24 +4,20 @@ a push within 2 s of an agent's gated claim, one-time Approve/Deny links, withdr
 from __future__ import annotations
 
 import re
-import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from urllib.parse import urlsplit
 
 import pytest
-from django.db import connections
 from django.test import Client
-from django_tasks_db.management.commands.db_worker import Worker
 
 from boards.core import services
 from boards.core.errors import InvalidInput, NotFound
 from boards.models import PushDevice, PushNotice, VapidKey
 from boards.push import devices, keys, notices
-from boards.webhooks.delivery import QUEUE
 from tests.support.htmltext import flat
 from tests.support.push_standin import Browser, PushService
+from tests.support.workers import worker_threads
 
 
 @pytest.fixture
@@ -31,41 +27,6 @@ def service(settings, db) -> Iterator[PushService]:
     stand_in = PushService(Client().get("/api/push/key").json()["publicKey"])
     yield stand_in
     stand_in.close()
-
-
-@contextmanager
-def workers(count: int = 1) -> Iterator[None]:
-    """The library's worker as a server process runs it, polling the background queue."""
-    pool = [
-        Worker(
-            queue_names=[QUEUE],
-            interval=0.05,
-            batch=False,
-            backend_name="default",
-            startup_delay=False,
-            max_tasks=None,
-            worker_id=f"push-test-{n}",
-            excluded_queue_names=[],
-        )
-        for n in range(count)
-    ]
-
-    def work(worker: Worker) -> None:
-        try:
-            worker.run()
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=work, args=(w,), daemon=True) for w in pool]
-    for thread in threads:
-        thread.start()
-    try:
-        yield
-    finally:
-        for worker in pool:
-            worker.running = False
-        for thread in threads:
-            thread.join(30)
 
 
 def subscribe(client: Client, endpoint: str, browser: Browser, name: str = "Pat's phone"):
@@ -177,7 +138,7 @@ def test_a_gated_claim_is_pushed_within_2s_and_its_approve_link_works_once(
     browser = Browser()
     assert subscribe(person_client, service.endpoint(browser), browser).status_code == 201
     alice.create("Run the migration", requiresApproval=True)
-    with workers():
+    with worker_threads():
         started = time.monotonic()
         assert alice.call("TaskClaim", {"taskId": "1"}).status == 202
         (push,) = service.wait(1)
@@ -206,7 +167,7 @@ def test_a_decision_on_the_board_withdraws_the_push_and_voids_its_links(
     browser = Browser()
     assert subscribe(person_client, service.endpoint(browser), browser).status_code == 201
     alice.create("Deploy", requiresApproval=True)
-    with workers():
+    with worker_threads():
         alice.call("TaskClaim", {"taskId": "1"})
         (push,) = service.wait(1)
         started = time.monotonic()
@@ -225,7 +186,7 @@ def test_a_gone_endpoint_removes_its_device(person_client, alice, service):
     assert subscribe(person_client, service.endpoint(browser), browser).status_code == 201
     service.answers = [410]
     alice.create("Ship it", requiresApproval=True)
-    with workers():
+    with worker_threads():
         alice.call("TaskClaim", {"taskId": "1"})
         service.wait(1)
         deadline = time.monotonic() + 5

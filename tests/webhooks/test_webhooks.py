@@ -13,7 +13,6 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
@@ -27,6 +26,7 @@ from boards.models import Board, Delivery, Event, Webhook
 from boards.webhooks import delivery as webhook_delivery
 from boards.webhooks import egress, subscriptions
 from tests.support.receiver import Dripper, Receiver, certificate, free_port_on
+from tests.support.workers import worker_threads
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -59,42 +59,6 @@ def run_worker() -> None:
         worker_id="test-worker",
         excluded_queue_names=[],
     ).run()
-
-
-@contextmanager
-def worker_threads(count: int) -> Iterator[None]:
-    """The library's worker as a server process runs it: ``count`` threads, polling."""
-    workers = [
-        Worker(
-            queue_names=[webhook_delivery.QUEUE],
-            interval=0.05,
-            batch=False,
-            backend_name="default",
-            startup_delay=False,
-            max_tasks=None,
-            worker_id=f"test-thread-{n}",
-            excluded_queue_names=[],
-        )
-        for n in range(count)
-    ]
-
-    def work(worker: Worker) -> None:
-        try:
-            worker.run()
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=work, args=(worker,), daemon=True) for worker in workers]
-    for thread in threads:
-        thread.start()
-    try:
-        yield
-    finally:
-        for worker in workers:
-            worker.running = False
-        for thread in threads:
-            thread.join(30)
-        assert not any(thread.is_alive() for thread in threads), "a worker thread is stuck"
 
 
 def in_thread(function: Callable[[], Any]) -> tuple[threading.Thread, list[Any]]:
