@@ -67,16 +67,23 @@ class Screens(BoardPages):
 
 
 @contextmanager
-def screens_on_a_new_board(
-    browser: Browser, cluster: Cluster, server: Server, name: str
-) -> Iterator[Screens]:
-    """``Screens`` on a fresh board, closed after; a page's JavaScript error fails the test."""
-    opened = Screens(browser, new_live_board(cluster, server, name))
+def screens_on(browser: Browser, live_board: LiveBoard) -> Iterator[Screens]:
+    """``Screens`` on the board, closed after; a page's JavaScript error fails the test."""
+    opened = Screens(browser, live_board)
     try:
         yield opened
     finally:
         opened.close()
     assert not opened.errors, f"JavaScript errors on the page: {opened.errors}"
+
+
+@contextmanager
+def screens_on_a_new_board(
+    browser: Browser, cluster: Cluster, server: Server, name: str
+) -> Iterator[Screens]:
+    """``Screens`` on a fresh board (``screens_on``)."""
+    with screens_on(browser, new_live_board(cluster, server, name)) as opened:
+        yield opened
 
 
 def new_live_board(cluster: Cluster, server: Server, name: str = "") -> LiveBoard:

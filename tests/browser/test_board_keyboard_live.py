@@ -13,19 +13,15 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from .conftest import USERNAME, LiveBoard
-from .screens import PHONE, Screens, card
+from .screens import PHONE, Screens, card, screens_on
 
 pytestmark = pytest.mark.browser
 
 
 @pytest.fixture
 def pages(browser: Browser, live_board: LiveBoard) -> Iterator[Screens]:
-    opened = Screens(browser, live_board)
-    try:
+    with screens_on(browser, live_board) as opened:
         yield opened
-    finally:
-        opened.close()
-    assert not opened.errors, f"JavaScript errors on the board: {opened.errors}"
 
 
 def focused(page: Page, selector: str) -> bool:

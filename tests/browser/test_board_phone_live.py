@@ -29,6 +29,7 @@ from .screens import (
     new_live_board,
     overlap,
     populate,
+    screens_on,
 )
 
 pytestmark = pytest.mark.browser
@@ -36,12 +37,8 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture
 def pages(browser: Browser, live_board: LiveBoard) -> Iterator[Screens]:
-    opened = Screens(browser, live_board)
-    try:
+    with screens_on(browser, live_board) as opened:
         yield opened
-    finally:
-        opened.close()
-    assert not opened.errors, f"JavaScript errors on the board: {opened.errors}"
 
 
 def tab(page: Page, column: str):

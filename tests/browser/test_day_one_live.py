@@ -15,19 +15,15 @@ from playwright.sync_api import Browser, Page, Request, expect
 from devtools.liveserver import Cluster
 
 from .conftest import LiveBoard
-from .screens import DESKTOP, PHONE, Screens, assert_uncovered, card, populate
+from .screens import DESKTOP, PHONE, Screens, assert_uncovered, card, populate, screens_on
 
 pytestmark = pytest.mark.browser
 
 
 @pytest.fixture
 def pages(browser: Browser, live_board: LiveBoard) -> Iterator[Screens]:
-    opened = Screens(browser, live_board)
-    try:
+    with screens_on(browser, live_board) as opened:
         yield opened
-    finally:
-        opened.close()
-    assert not opened.errors, f"JavaScript errors on the page: {opened.errors}"
 
 
 def labels_on(page: Page, number: str):

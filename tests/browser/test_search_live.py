@@ -12,19 +12,15 @@ import pytest
 from playwright.sync_api import Browser, Page, ViewportSize, expect
 
 from .conftest import LiveBoard, wait_live
-from .screens import DESKTOP, PHONE, Screens
+from .screens import DESKTOP, PHONE, Screens, screens_on
 
 pytestmark = pytest.mark.browser
 
 
 @pytest.fixture
 def pages(browser: Browser, live_board: LiveBoard) -> Iterator[Screens]:
-    opened = Screens(browser, live_board)
-    try:
+    with screens_on(browser, live_board) as opened:
         yield opened
-    finally:
-        opened.close()
-    assert not opened.errors, f"JavaScript errors on the board: {opened.errors}"
 
 
 def on_page(page: Page, number: str):

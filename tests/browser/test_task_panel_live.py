@@ -16,7 +16,7 @@ from playwright.sync_api import Browser, Page, ViewportSize, expect
 from devtools.liveserver import Cluster
 
 from .conftest import LiveBoard
-from .screens import DESKTOP, PHONE, Screens, card
+from .screens import DESKTOP, PHONE, Screens, card, screens_on
 
 pytestmark = pytest.mark.browser
 
@@ -27,12 +27,8 @@ FOCUSABLE = "a[href], button, input:not([type=hidden]), select, textarea"
 
 @pytest.fixture
 def pages(browser: Browser, live_board: LiveBoard) -> Iterator[Screens]:
-    opened = Screens(browser, live_board)
-    try:
+    with screens_on(browser, live_board) as opened:
         yield opened
-    finally:
-        opened.close()
-    assert not opened.errors, f"JavaScript errors on the board: {opened.errors}"
 
 
 def open_card(page: Page, number: str, column: str, screen: ViewportSize) -> None:
