@@ -99,10 +99,9 @@ def handle_task_create(caller: Caller, data: TaskCreateInput) -> Answer:
 )
 def handle_task_get(caller: Caller, data: TaskGetInput) -> Answer:
     number = selectors.parse_task_id(data.task_id)
-    task = _task(caller.board, number)
-    assert task is not None
+    view = selectors.task_view(caller.board, number)  # read once: the answer and its extras
+    task = selectors.task_to_dict(view, with_children=True)
     task["approval"]["history"] = selectors.approval_history(caller.board, number)
-    view = selectors.task_view(caller.board, number)
     task["attempts"] = selectors.attempts(view.task)
     task["readiness"] = selectors.readiness(caller.board, view.task)
     return Answer({"task": task})
