@@ -624,6 +624,29 @@
   // (#page-<column>, ``rendering.page_parts``); what the page holds past it goes, and a
   // card of it the page lacks brings the column's first page again. A filtered page
   // keeps its own cards (its socket sends no pages).
+  //
+  // A push is rendered from the board as it is when it leaves, so its page may already
+  // name a card whose own push is a moment behind it: the page waits that moment before
+  // fetching. The fetched page is morphed in, so a card the person is dragging (or has
+  // focused) stays the same element.
+  var REFETCH_AFTER_MS = 1500;
+
+  function missingCards(page, cards) {
+    var held = {};
+    Array.prototype.forEach.call(cards.querySelectorAll(":scope > .card"), function (card) {
+      held[card.dataset.taskId] = true;
+    });
+    return (page.dataset.numbers || "").split(" ").some(function (n) { return n && !held[n]; });
+  }
+
+  function refetchColumn(key) {
+    var page = byId("page-" + key), cards = byId("cards-" + key);
+    if (!page || !cards || currentFilter() || !missingCards(page, cards)) return;
+    cards.dataset.refetching = "1";
+    htmx.ajax("GET", page.dataset.url, { source: cards, target: cards, swap: "innerMorph" })
+      .finally(function () { delete cards.dataset.refetching; });
+  }
+
   function trimColumns() {
     if (currentFilter()) return;
     document.querySelectorAll("#board .column-page").forEach(function (page) {
@@ -631,16 +654,16 @@
       if (!cards) return;
       var keep = {};
       (page.dataset.numbers || "").split(" ").forEach(function (n) { if (n) keep[n] = true; });
-      var held = {};
       Array.prototype.forEach.call(cards.querySelectorAll(":scope > .card"), function (card) {
-        if (keep[card.dataset.taskId]) held[card.dataset.taskId] = true;
-        else card.remove();
+        if (!keep[card.dataset.taskId]) card.remove();
       });
-      var missing = Object.keys(keep).some(function (n) { return !held[n]; });
-      if (missing && !cards.dataset.refetching) {
-        cards.dataset.refetching = "1";
-        htmx.ajax("GET", page.dataset.url, { source: cards, target: cards, swap: "innerHTML" })
-          .finally(function () { delete cards.dataset.refetching; });
+      if (missingCards(page, cards) && !cards.dataset.refetching) {
+        cards.dataset.refetching = "waiting";
+        var key = page.dataset.pageOf;
+        setTimeout(function () {
+          delete cards.dataset.refetching;
+          refetchColumn(key);
+        }, REFETCH_AFTER_MS);
       }
     });
   }

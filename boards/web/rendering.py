@@ -224,7 +224,9 @@ def board_fragments(
         if running
         else {}
     )
-    pages, edge = column_pages(board, numbers)
+    # A push with no card (the roster, a lease renewal) moves no card between columns:
+    # its pages would only name cards whose own pushes may still be on their way.
+    pages, edge = column_pages(board, numbers) if numbers else ({}, set())
     if edge:
         views.update(selectors.task_views(board, sorted(edge), with_children=False))
     cards: dict[str, str] = {}

@@ -317,3 +317,31 @@ def test_a_page_catches_up_after_the_server_restarts(
     # And it is live again.
     alice.claim("2")
     expect_card_in(page, "2", "in_progress")
+
+
+def test_a_card_missing_from_its_columns_page_comes_back_without_replacing_the_others(
+    open_page: OpenPage, live_board: LiveBoard
+):
+    """A column's page names a card the page lacks (its push was lost): the page fetches
+    the column once the card's own push had time to arrive, and morphs it in, so the
+    cards it already held (one a person may be dragging) stay the same elements."""
+    page = open_page()
+    alice = live_board.agent("alice")
+    first, second = alice.create("Lost on its way"), alice.create("Held by the mouse")
+    expect_card_in(page, second, "pending")
+    page.evaluate(
+        """([lost, held]) => {
+          document.getElementById("task-" + lost).remove();
+          document.getElementById("task-" + held).__held = true;
+        }""",
+        [first, second],
+    )
+    refetched: list[str] = []
+    page.on("request", lambda r: refetched.append(r.url) if "/columns/pending/" in r.url else None)
+    third = alice.create("Brings the column's page")
+    expect_card_in(page, third, "pending")
+    expect_card_in(page, first, "pending")
+    assert page.evaluate(f'document.getElementById("task-{second}").__held === true')
+    assert len(refetched) == 1
+    expect_counts(page, pending=3)
+    assert_not_reloaded(page)

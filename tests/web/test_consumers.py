@@ -519,3 +519,19 @@ async def test_a_login_of_the_same_person_leaves_their_sockets_alone(open_socket
 
     assert await vics.receive_nothing(timeout=0.3)
     await still_live(board, vics)
+
+
+def test_a_push_without_cards_names_no_column_pages(board):
+    """A push rendered for the roster alone carries no page of any column: rendered after
+    a later write committed, its pages would name a card whose own push is still on its
+    way, and the page would fetch the column again under a person's drag."""
+    from boards.web import rendering
+
+    services.task_create(board=board, actor="alice", subject="Review the pull request")
+    header_only = rendering.board_fragments(board.pk, [])
+    assert header_only["cards"] == {}
+    assert not [part for part in header_only["header"] if part.startswith(("page-", "more-"))]
+    assert "roster" in header_only["header"]
+
+    with_card = rendering.board_fragments(board.pk, [1])
+    assert 'data-numbers="1"' in with_card["header"]["page-pending"]
