@@ -438,3 +438,27 @@ def test_a_call_a_step_up_rule_holds_is_never_allowed_from_now_on(board, person_
     call.refresh_from_db()
     assert call.state == CallState.REQUESTED
     assert notes(board) == rules
+
+
+def test_the_command_marks_a_rule_step_up_and_takes_the_mark_off(board):
+    """``--step-up``: approving what the rule holds needs a passkey (SPEC §14), set from
+    the shell as on the page; ``--no-step-up`` takes it off; the list says which."""
+
+    def line_of(out: str) -> str:
+        return next(line for line in out.splitlines() if "terraform apply" in line)
+
+    out = listed(board, "--add", "Bash", "--pattern", "terraform apply", "--step-up")
+    added = GateRule.objects.filter(board=board, pattern="terraform apply").get()
+    assert added.step_up is True
+    assert "terraform apply → ask (wait" in line_of(out)
+    assert "(approved with a passkey)" in line_of(out)
+    number = line_of(out).split("\t")[0]
+    out = listed(board, "--change", number, "--no-step-up")
+    added.refresh_from_db()
+    assert added.step_up is False
+    assert "passkey" not in line_of(out)
+    # --change without either flag keeps the mark as it is.
+    listed(board, "--change", number, "--step-up")
+    listed(board, "--change", number, "--note", "Applies infrastructure")
+    added.refresh_from_db()
+    assert (added.step_up, added.note) == (True, "Applies infrastructure")

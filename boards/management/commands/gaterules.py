@@ -1,6 +1,7 @@
 """``manage.py gaterules SLUG``: list a board's gate rules, numbered as its rules page
 numbers them (the order they are matched in); ``--add``/``--change``/``--move``/``--remove``
-change them, ``--test`` tries a call against them."""
+change them (``--step-up``: approving what a rule holds needs a passkey), ``--test``
+tries a call against them."""
 
 from __future__ import annotations
 
@@ -49,6 +50,18 @@ class Command(BaseCommand):
         parser.add_argument("--wait", type=int, help="seconds to wait for a person")
         parser.add_argument("--fallback", choices=gates.FALLBACKS)
         parser.add_argument("--note", help="what the rule guards, as people read it")
+        parser.add_argument(
+            "--step-up",
+            action="store_true",
+            default=None,
+            help="approving what the rule holds needs a passkey, not a tap on a push",
+        )
+        parser.add_argument(
+            "--no-step-up",
+            dest="step_up",
+            action="store_false",
+            help="with --change: a tap approves what it holds again",
+        )
         parser.add_argument("--move", type=int, metavar="N", help="move rule N (with --to)")
         parser.add_argument("--to", type=int, metavar="M", help="with --move: its new number")
         parser.add_argument("--remove", type=int, metavar="N", help="remove rule N")
@@ -69,6 +82,7 @@ class Command(BaseCommand):
             "wait_seconds": options["wait"],
             "fallback": options["fallback"],
             "note": options["note"],
+            "step_up": options["step_up"],
         }
         try:
             board = selectors.board_get(slug)
@@ -80,6 +94,7 @@ class Command(BaseCommand):
                     "wait_seconds": gates.WAIT_DEFAULT,
                     "fallback": gates.DENY,
                     "note": "",
+                    "step_up": False,
                 }
                 given = {k: v for k, v in fields.items() if v is not None and k != "tool"}
                 gaterules.gate_rule_add(
@@ -123,9 +138,10 @@ class Command(BaseCommand):
                 else ""
             )
             where = " outside the folder" if rule.outside_cwd else ""
+            passkey = " (approved with a passkey)" if rule.step_up and wait else ""
             pattern = f" ~ {rule.pattern}" if rule.pattern else ""
             if rule.session_id:
                 where += f" in session {rule.session_id}"
             self.stdout.write(
-                f"{number}\t{rule.tool}{pattern}{where} → {rule.decision}{wait}  {rule.note}"
+                f"{number}\t{rule.tool}{pattern}{where} → {rule.decision}{wait}{passkey}  {rule.note}"
             )
