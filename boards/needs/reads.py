@@ -153,6 +153,24 @@ class Item:
             "since": iso(self.since),
             "recommended": self.recommended.as_json() if self.recommended else None,
             "actions": [a.as_json() for a in self.actions],
+            # A held call's: when the board answers it alone (its rule's fallback).
+            "deadline": iso(self.deadline),
+            "session": self._session_json(),
+        }
+
+    def _session_json(self) -> dict[str, Any] | None:
+        """The coding session the item comes from (a held call's, a waiting session), with
+        what its person last asked of it: what a supervisor decides with, away from the
+        page as on it."""
+        session = self.session or (self.call.session if self.call is not None else None)
+        if session is None:
+            return None
+        return {
+            "id": session.session_id,
+            "client": session.client,
+            "host": session.host or None,
+            "cwd": session.cwd,
+            "goal": session.goal or None,
         }
 
 

@@ -76,6 +76,18 @@ def test_a_held_calls_item_shows_the_sessions_latest_prompt_as_its_goal(
         assert "Tidy the README" not in item
     roster = person_client.get("/boards/team/").content.decode()
     assert re.search(r'class="session-goal".*Release 2\.0:', roster)
+    # Away from the page too: the inbox's JSON names the session, its goal and the deadline.
+    (item,) = [
+        i for i in person_client.get("/api/inbox").json()["items"] if i["id"] == f"call-{call.pk}"
+    ]
+    assert item["session"] == {
+        "id": "s-1",
+        "client": "claude-code",
+        "host": None,
+        "cwd": CWD,
+        "goal": "Release 2.0:\nbump, tag and push",
+    }
+    assert item["deadline"] == call.deadline.isoformat().replace("+00:00", "Z")
 
 
 def test_a_hostile_prompt_is_kept_bounded_and_shown_escaped(board, token, person_client):
