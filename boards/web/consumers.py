@@ -218,6 +218,8 @@ class BoardConsumer(PersonSocket):
                 for part, html in (message.get("header") or {}).items()
                 if not part.startswith(("page-", "more-"))
             }
+            if "label-filter" in header:
+                header["label-filter"] = rendering.label_filter_part(board, self.chosen)
             kept["header"] = {
                 **header,
                 **filtered_count_parts(board, self.chosen.filter),

@@ -186,7 +186,16 @@ def header_parts(context: dict[str, Any]) -> dict[str, str]:
         parts[f"count-{col['key']}"] = render_to_string(
             "boards/board.html#count", {**context, "col": col}
         )
+    # Labels set by anyone reach every open page's filter (a socket sends it only when
+    # it changed; a filtered one renders it with its own choice: ``label_filter_part``).
+    parts["label-filter"] = label_filter_part(context["board"], None)
     return parts
+
+
+def label_filter_part(board: Board, chosen: BoardFilter | None) -> str:
+    """The label filter's choices as a push replaces them, keeping the page's choice."""
+    context = {"labels": board_labels(board), "filter": chosen, "oob": True}
+    return render_to_string("boards/board.html#label-filter", context)
 
 
 def board_fragments(

@@ -55,10 +55,24 @@ def test_a_person_sets_labels_on_the_panel_and_sees_them_on_the_card_and_in_the_
     expect(page.locator("#label-filter option")).to_have_text(
         ["any label", "backend", "needs review"]
     )
+    # The other page's filter has them pushed, without a reload.
+    expect(other.locator("#label-filter option")).to_have_text(
+        ["any label", "backend", "needs review"]
+    )
     page.locator("#label-filter").select_option("needs review")
     expect(page).to_have_url(re.compile(r"\?label=needs\+review$"))
     expect(card(page, parser)).to_have_count(1)
     expect(card(page, docs)).to_have_count(0)
+    # An agent's new label reaches both filters; the filtered page keeps its choice.
+    agent.update(docs, labels=["urgent"])
+    for seen in (page, other):
+        expect(seen.locator("#label-filter option")).to_have_text(
+            ["any label", "backend", "needs review", "urgent"]
+        )
+    expect(page.locator("#label-filter")).to_have_value("needs review")
+    expect(other.locator("#label-filter")).to_have_value("")
+    expect(card(page, docs)).to_have_count(0)
+    expect(labels_on(other, docs)).to_have_text(["urgent"])
 
     # Bad input is refused on the panel, naming the field; the card keeps its labels.
     box = page.locator(f'#detail [data-detail-task="{parser}"] input[name=labels]')

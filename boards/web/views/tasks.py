@@ -8,7 +8,6 @@ from urllib.parse import urlsplit
 
 from django.http import Http404, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
-from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET, require_POST
@@ -32,7 +31,7 @@ from boards.models import (
 )
 from boards.needs import decisions
 from boards.web.filters import board_filter
-from boards.web.rendering import DROP_STATUS, board_labels, header_context
+from boards.web.rendering import DROP_STATUS, header_context, label_filter_part
 from boards.web.views.common import (
     HtmxHttpRequest,
     TaskAction,
@@ -369,17 +368,13 @@ def task_action(
 
 def _add_label_filter(request: HtmxHttpRequest, board: Board, response: HttpResponse) -> None:
     """Labels set from the board page: its label filter offers them at once, keeping the
-    label it is filtered by (read from the page's address). Other open pages have the new
-    label on the card (pushed) and in their filter on their next load."""
+    label it is filtered by (read from the page's address); other open pages get them
+    with the card's push (``rendering.header_parts``)."""
     page = urlsplit(request.htmx.current_url or "")
     if page.path != reverse("board", args=[board.slug]):
         return
-    context = {
-        "labels": board_labels(board),
-        "filter": board_filter(QueryDict(page.query)),
-        "oob": True,
-    }
-    response.content += render_to_string("boards/board.html#label-filter", context).encode()
+    chosen = board_filter(QueryDict(page.query))
+    response.content += label_filter_part(board, chosen).encode()
 
 
 # A held call's actions that approve it and allow the same call from now on, by scope.
