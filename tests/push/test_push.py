@@ -199,3 +199,32 @@ def test_an_unknown_or_malformed_link_is_a_404(db):
     assert Client().post("/push/act/" + "x" * 43 + "/").status_code == 404
     assert Client().post("/push/act/short/").status_code == 404
     assert Client().get("/push/act/" + "x" * 43 + "/").status_code == 405
+
+
+@pytest.mark.slow  # waits out two link lives
+@pytest.mark.django_db(transaction=True)
+def test_an_item_still_waiting_when_its_links_lapse_is_pushed_once_more_with_fresh_links(
+    person_client, alice, board, service, settings
+):
+    """A link lives ``KANBAN_PUSH_LINK_SECONDS``; the item still waits when it lapses, so
+    the phone is told again, once, under the same tag (replacing the notification), with
+    links of their own; the lapsed ones answer 410 and decide nothing."""
+    settings.KANBAN_PUSH_LINK_SECONDS = 2
+    browser = Browser()
+    assert subscribe(person_client, service.endpoint(browser), browser).status_code == 201
+    alice.create("Rotate the keys", requiresApproval=True)
+    with worker_threads():
+        alice.call("TaskClaim", {"taskId": "1"})
+        (first,) = service.wait(1)
+        first_seen = time.monotonic()
+        _, second = service.wait(2, timeout=10)
+        old, new = (path_of(p.data["actions"][0]["url"]) for p in (first, second))
+        assert old != new
+        assert Client().post(old).status_code == 410
+        # Once more only: the fresh links lapse too, and nothing is pushed a third time.
+        time.sleep(settings.KANBAN_PUSH_LINK_SECONDS + 1.5)
+        assert len(service.pushes) == 2
+    assert second.at - first_seen >= settings.KANBAN_PUSH_LINK_SECONDS - 0.5
+    assert (second.data["tag"], second.data["title"]) == (first.data["tag"], first.data["title"])
+    assert Client().post(new).status_code == 410
+    assert alice.call("TaskGet", {"taskId": "1"}).body["task"]["approval"]["state"] == "requested"
