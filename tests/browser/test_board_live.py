@@ -33,6 +33,13 @@ def expect_card_in(page: Page, task_id: str, column: str) -> None:
     expect(card(page, task_id)).to_have_count(1)
 
 
+def settled(page: Page, agent: str) -> None:
+    """The page shows ``agent`` on its roster: the push that first lists an agent (a
+    second after its calls) reflows the page above the columns, and a drag begun across it
+    would pick up whichever card then lies under the mouse."""
+    expect(page.locator(f'#roster [data-agent="{agent}"]')).to_be_attached()
+
+
 def expect_counts(page: Page, **counts: int) -> None:
     for column, n in counts.items():
         expect(page.locator(f"#count-{column}")).to_have_text(str(n))
@@ -132,6 +139,7 @@ def test_a_persons_drag_reaches_the_agent_and_the_other_page(
     task_id = alice.create("Review the pull request")
     for page in (dragger, watcher):
         expect_card_in(page, task_id, "pending")
+    settled(dragger, "alice")
 
     card(dragger, task_id).drag_to(dragger.locator('[data-column="in_progress"]'))
 
@@ -164,6 +172,7 @@ def test_moves_and_the_panel_go_through_htmx_and_a_refused_move_shows_its_alert(
     alice = live_board.agent("alice")
     first, second = alice.create("Parse the logs"), alice.create("Chart the logs")
     expect_card_in(page, second, "pending")
+    settled(page, "alice")
 
     card(page, first).drag_to(page.locator('[data-column="in_progress"]'))
     expect_card_in(page, first, "in_progress")
