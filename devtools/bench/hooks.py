@@ -14,7 +14,11 @@ board, in interleaved rounds:
 * the forwarder's own part: connect's PreToolUse command run as the client runs it
   (``sh -c``, a ``PreToolUse`` on stdin, answered by the board) less the board's answer
   to the same request, against a bare ``python3 -I -S -c pass`` (the same interpreter);
-* the hook door against the tool API's 401 floor (a refused token), one connection each.
+* the hook door against the tool API's 401 floor (a refused token), one connection each;
+* each other client's gated hook as ``connect`` writes it (Codex, Copilot, Gemini and Qwen
+  run a command per tool call; opencode's plugin posts from inside its own process):
+  its shell call, in its own shape, answered by the board through its door — what the
+  client waits for on every tool call — beside the bare start.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -34,6 +39,7 @@ from boards.clients import claude_code, setup
 from devtools.liveserver import Cluster
 from tests.support.anthropic_standin import AnthropicStandin, Text, ToolUse
 from tests.support.claude_cli import run_claude
+from tests.support.hook_payloads import shell_call
 
 from .common import bench_cluster, board, percentile
 
@@ -43,6 +49,8 @@ from .common import bench_cluster, board, percentile
 PYTHON = sys.executable
 FORWARDER = setup.forwarder(PYTHON)
 COMMAND_EVENTS = ("SessionStart", "PreToolUse", "PreSkillShellCommand", "TaskCompleted")
+# The clients whose hooks are commands (opencode's is a plugin in the client's process).
+COMMAND_CLIENTS = ("codex", "copilot", "gemini", "qwen")
 TARGETS = {"block_x_none": 2.0, "board_x_bare": 3.0, "forwarder_x_bare": 2.0, "door_x_floor": 2.0}
 
 
@@ -184,11 +192,21 @@ def hooks(workdir: Path, options: dict[str, Any]) -> dict[str, Any]:
             "door": [],
             "401 floor": [],
         }
+        clients = {
+            client: (
+                ["/bin/sh", "-c", setup.command(FORWARDER, client, 30, gated=True)],
+                json.dumps(shell_call(client, "true", session=f"bench-{client}")).encode(),
+            )
+            for client in COMMAND_CLIENTS
+        }
+        per_client: dict[str, list[float]] = {client: [] for client in clients}
         for _ in range(calls):
             parts["forwarder"].append(_timed(lambda: _run(forwarder, event, run_env)))
             parts["bare start"].append(_timed(lambda: _run(bare, b"", run_env)))
             parts["door"].append(_timed(lambda: _post(hook_url, agent.token, event)))
             parts["401 floor"].append(_timed(lambda: _post(tool_url, "ak_not_a_token", b"{}")))
+            for client, (line, body) in clients.items():
+                per_client[client].append(_timed(partial(_run, line, body, run_env)))
     finally:
         cluster.stop()
     p50 = {name: _p50(samples) for name, samples in {**sessions, **parts}.items()}
@@ -206,6 +224,7 @@ def hooks(workdir: Path, options: dict[str, Any]) -> dict[str, Any]:
         "p50_ms": p50,
         "ratios": ratios,
         "missed": [name for name, ratio in ratios.items() if ratio > TARGETS[name]],
+        "clients_p50_ms": {client: _p50(samples) for client, samples in per_client.items()},
     }
 
 
@@ -219,3 +238,7 @@ def report_hooks(figures: dict[str, Any], write: Callable[[str], object]) -> Non
     for name, ratio in figures["ratios"].items():
         mark = "ok" if ratio <= TARGETS[name] else "MISSED"
         write(f"{name:24} {ratio:8.2f}×  (target ≤ {TARGETS[name]:g}×)  {mark}")
+    bare = figures["p50_ms"]["bare start"]
+    write("\nEach client's gated hook per tool call (connect's command, answered by the board):")
+    for client, ms in figures.get("clients_p50_ms", {}).items():
+        write(f"{client:24} {ms:8.1f} ms  ({ms / bare:.2f}× a bare start)")

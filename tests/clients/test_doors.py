@@ -17,8 +17,8 @@ from boards.clients import registry, sessions
 from boards.core import services
 from boards.models import Board, ClientSession, GateRule, ToolCall
 from tests.support.factories import make_board, make_token
+from tests.support.hook_payloads import CWD, shell_call
 
-CWD = "/home/dev/project"
 PUSH = "git push origin main"
 
 
@@ -52,54 +52,6 @@ def send(client: str, token: str, body, *, slug: str = "team", **headers):
         headers={"Authorization": f"Bearer {token}", **headers},
     )
     return response.status_code, response.json()
-
-
-def shell_call(client: str, command: str, session: str = "s-1") -> dict:
-    """A shell call as ``client`` sends it to its gated hook."""
-    if client in ("claude-code", "codex"):
-        return {
-            "hook_event_name": "PreToolUse",
-            "session_id": session,
-            "cwd": CWD,
-            "tool_name": "Bash",
-            "tool_input": {"command": command},
-            "tool_use_id": "call-1",
-        }
-    if client == "qwen":
-        return {
-            "hook_event_name": "PreToolUse",
-            "session_id": session,
-            "cwd": CWD,
-            "tool_name": "run_shell_command",
-            "tool_input": {"command": command, "is_background": False},
-            "tool_use_id": "call-1",
-        }
-    if client == "gemini":
-        return {
-            "hook_event_name": "BeforeTool",
-            "session_id": session,
-            "cwd": CWD,
-            "timestamp": "2026-11-26T10:00:00Z",
-            "tool_name": "run_shell_command",
-            "tool_input": {"command": command, "description": "push"},
-        }
-    if client == "copilot":
-        return {
-            "hook_event_name": "PreToolUse",
-            "session_id": session,
-            "cwd": CWD,
-            "tool_name": "bash",
-            "tool_input": {"command": command, "description": "push"},
-        }
-    assert client == "opencode"
-    return {
-        "hook_event_name": "tool.execute.before",
-        "session_id": session,
-        "cwd": CWD,
-        "tool_name": "bash",
-        "tool_input": {"command": command, "description": "push"},
-        "tool_use_id": "call_1",
-    }
 
 
 def denied(client: str, answer: dict) -> str:
