@@ -146,6 +146,19 @@
     note.textContent = text;
   }
 
+  // The button now on the page for the same item and action as ``button``, or null.
+  function sameButton(button) {
+    var action = button.getAttribute("formaction") || button.getAttribute("hx-post") || "";
+    var found = null;
+    document.querySelectorAll("[data-step-up-item]").forEach(function (other) {
+      if (found || other.dataset.stepUpItem !== button.dataset.stepUpItem) return;
+      if ((other.getAttribute("formaction") || other.getAttribute("hx-post") || "") === action) {
+        found = other;
+      }
+    });
+    return found;
+  }
+
   // A step-up item's Approve (``data-step-up-item``): for a person with a passkey (the
   // page's ``data-passkey``; the strip's fragments are the same for every viewer) the
   // assertion for that item comes first, then the click goes on as it would have (htmx's
@@ -167,8 +180,12 @@
       stepUp(button.dataset.stepUpBoard, button.dataset.stepUpItem)
         .then(function () {
           button.removeAttribute("aria-busy");
-          button.dataset.stepUpConfirmed = "1";
-          button.click();
+          // A push may have replaced the strip during the ceremony (the step-up is itself
+          // recorded and pushed): the click goes to the button that shows now.
+          var live = button.isConnected ? button : sameButton(button);
+          if (!live) return;
+          live.dataset.stepUpConfirmed = "1";
+          live.click();
         })
         .catch(function (error) {
           button.removeAttribute("aria-busy");

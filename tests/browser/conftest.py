@@ -165,6 +165,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if isinstance(opened, BoardPages):
         report.sections.append(("browser", "\n".join(opened.log) or "(nothing)"))
     srv = funcargs.get("server")
+    board = funcargs.get("live_board")
+    if isinstance(board, LiveBoard):
+        srv = board.server  # the one the test's pages talk to
     if isinstance(srv, Server):
         # Thread stacks, when a test asked the server for them, run to about 300 lines.
         report.sections.append(("daphne log (tail)", srv.log_tail(400)))
