@@ -158,11 +158,15 @@ class Item:
             "session": self._session_json(),
         }
 
+    @property
+    def source_session(self) -> ClientSession | None:
+        """The coding session the item comes from: a waiting session's, a held call's."""
+        return self.session or (self.call.session if self.call is not None else None)
+
     def _session_json(self) -> dict[str, Any] | None:
-        """The coding session the item comes from (a held call's, a waiting session), with
-        what its person last asked of it: what a supervisor decides with, away from the
-        page as on it."""
-        session = self.session or (self.call.session if self.call is not None else None)
+        """The item's session with what its person last asked of it: what a supervisor
+        decides with, away from the page as on it."""
+        session = self.source_session
         if session is None:
             return None
         return {

@@ -208,7 +208,7 @@ def title_of(item: reads.Item) -> str:
     """Who asks, from where, and what: the agent, its client and machine, the command or
     the task."""
     who = item.agent or "An agent"
-    session = item.session or (item.call.session if item.call is not None else None)
+    session = item.source_session
     if session is not None:
         where = " on ".join(p for p in (session.client, session.host) if p)
         if where:
