@@ -70,7 +70,7 @@ urlpatterns = [
     path("boards/<slug:slug>/step-up/", views.step_up_verify, name="step-up"),
     path("api/push/key", views.push_key, name="push-key"),
     path("api/push/subscriptions", views.push_subscribe, name="push-subscribe"),
-    path("push/act/<str:token>/", views.push_act, name="push-act"),
+    path("push/act/<str:action>/", views.push_act, name="push-act"),
     # OAuth-aware MCP clients probe these: JSON that says how this server authenticates.
     path(".well-known/oauth-protected-resource", http.oauth_protected_resource),
     path(".well-known/oauth-protected-resource/<path:resource>", http.oauth_protected_resource),

@@ -76,19 +76,39 @@
   }
 
   // A passkey for step-up approvals (WebAuthn's JSON forms: the options the board sends
-  // and the credential it checks).
+  // and the credential it checks). The board asks a proof with the new one: an assertion
+  // from a passkey the person has (made first, for this add), or their password for the
+  // first one.
   function addPasskey(button) {
     var status = document.getElementById("passkey-status");
+    var password = document.getElementById("passkey-password");
+    var proof = {};
     postJson(button.dataset.options, {})
       .then(answer)
       .then(function (options) {
-        return navigator.credentials.create({
-          publicKey: PublicKeyCredential.parseCreationOptionsFromJSON(options),
+        var proven = options.confirm
+          ? navigator.credentials
+              .get({ publicKey: PublicKeyCredential.parseRequestOptionsFromJSON(options.confirm) })
+              .then(function (assertion) {
+                proof.assertion = assertion.toJSON();
+              })
+          : Promise.resolve().then(function () {
+              if (!password || !password.value) {
+                throw new Error("Enter your password to add your first passkey.");
+              }
+              proof.password = password.value;
+            });
+        return proven.then(function () {
+          return navigator.credentials.create({
+            publicKey: PublicKeyCredential.parseCreationOptionsFromJSON(options.create),
+          });
         });
       })
       .then(function (credential) {
         var name = (document.getElementById("passkey-name") || {}).value || "";
-        return postJson(button.dataset.url, { name: name, credential: credential.toJSON() });
+        proof.name = name;
+        proof.credential = credential.toJSON();
+        return postJson(button.dataset.url, proof);
       })
       .then(answer)
       .then(function () {
@@ -98,6 +118,39 @@
         if (status) status.textContent = error.message || String(error);
       });
   }
+
+  // Removing a passkey: an assertion made for this removal goes with the form (the last
+  // one's form also takes the password instead, and then needs no ceremony).
+  function removePasskey(form) {
+    var status = document.getElementById("passkey-status");
+    var password = form.querySelector("input[name=password]");
+    if (password && password.value) {
+      form.submit();
+      return;
+    }
+    var id = parseInt(form.querySelector("input[name=passkey]").value, 10);
+    postJson(form.dataset.options, { remove: id })
+      .then(answer)
+      .then(function (options) {
+        return navigator.credentials.get({
+          publicKey: PublicKeyCredential.parseRequestOptionsFromJSON(options.confirm),
+        });
+      })
+      .then(function (assertion) {
+        form.querySelector("input[name=assertion]").value = JSON.stringify(assertion.toJSON());
+        form.submit();
+      })
+      .catch(function (error) {
+        if (status) status.textContent = error.message || String(error);
+      });
+  }
+
+  document.addEventListener("submit", function (event) {
+    var form = event.target.closest ? event.target.closest("form.passkey-remove") : null;
+    if (!form) return;
+    event.preventDefault();
+    removePasskey(form);
+  });
 
   // Confirm one step-up item (``call-12``, ``task-3``) with a passkey: the board then
   // lets this person approve it, from anywhere, for a few minutes.

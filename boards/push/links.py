@@ -1,10 +1,12 @@
 """The one-time links a push's Approve and Deny post to (SPEC §14).
 
-A link is a secret URL bound to its person, the item's exact state (the held call, or
-the task and its version) and a deadline: it works once, answers 409 once the item was
-decided or changed elsewhere, 410 after KANBAN_PUSH_LINK_SECONDS. Only its hash is kept.
-The decision itself goes through the same services as the board's buttons, as the
-person, step-up included.
+A link is a secret bound to its person, the item's exact state (the held call, or the
+task and its version) and a deadline: it is used once — refused or not — answers 409
+once the item was decided or changed elsewhere, 410 after KANBAN_PUSH_LINK_SECONDS. Only
+its hash is kept. Its URL is ``/push/act/<action>/#t=<secret>``: the secret rides in the
+fragment, which browsers never send, and the service worker posts it in the body, so no
+access log or proxy log holds it (``link_url``). The decision itself goes through the
+same services as the board's buttons, as the person, step-up included.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
+from django.urls import reverse
 from django.utils import timezone
 
 from boards.clients import sessions
@@ -24,6 +27,7 @@ from boards.models import ApprovalState, Board, CallState, PushLink, Reason, Tas
 from boards.needs import reads
 
 TOKEN_BYTES = 32
+ACTIONS = ("approve", "deny")
 
 
 def _hash(raw: str) -> str:
@@ -49,18 +53,20 @@ def link_make(
     return raw
 
 
+def link_url(action: str, raw: str) -> str:
+    """The path of a link (the board's public origin goes before it): the action in the
+    path, the secret in the fragment."""
+    return f"{reverse('push-act', args=[action])}#t={raw}"
+
+
 def _changed(message: str) -> Conflict:
     return Conflict(message, code="push_link_stale")
 
 
-def link_act(raw: str) -> str:
-    """Decide through a link, once, as its person; returns what was decided.
-
-    404 for no such link; 410 once expired; 409 once used, or when its item was decided
-    or changed since the push; 403 when the person may no longer decide it, or it needs
-    their passkey first. A refused link stays as it was (it may still work, e.g. after a
-    passkey assertion).
-    """
+def _link_spent(raw: Any, action: str | None) -> PushLink:
+    """Find the link and mark it used, in a transaction of its own: from here on it is
+    spent, whatever the decision answers (a refused link is no second chance for
+    whoever else holds it)."""
     with transaction.atomic():
         link = None
         if isinstance(raw, str) and 20 <= len(raw) <= 100:
@@ -70,18 +76,32 @@ def link_act(raw: str) -> str:
                 .filter(token_hash=_hash(raw))
                 .first()
             )
-        if link is None:
+        if link is None or (action is not None and action != link.action):
             raise NotFound("No such link", code="push_link_not_found")
         if link.used_at is not None:
             raise Conflict("This link was used already", code="push_link_used")
         if link.expires_at <= timezone.now():
             raise Gone("This link expired: open the board to decide", code="push_link_expired")
-        board, user = link.board, link.user
-        role = permissions.role_of(user, board)
-        if not permissions.may(role, link.action):
-            raise PermissionDenied("You may no longer decide this", code="push_link_role")
-        approve = link.action == "approve"
-        person = user.get_username()
+        PushLink.objects.filter(pk=link.pk).update(used_at=timezone.now())
+    return link
+
+
+def link_act(raw: Any, *, action: str | None = None) -> str:
+    """Decide through a link, once, as its person; returns what was decided. ``action``,
+    when given, is the one the link's URL names (another one is no such link).
+
+    404 for no such link; 410 once expired; 409 once used, or when its item was decided
+    or changed since the push; 403 when the person may no longer decide it, or it needs
+    their passkey first. Any use spends the link, refused ones too.
+    """
+    link = _link_spent(raw, action)
+    board, user = link.board, link.user
+    role = permissions.role_of(user, board)
+    if not permissions.may(role, link.action):
+        raise PermissionDenied("You may no longer decide this", code="push_link_role")
+    approve = link.action == "approve"
+    person = user.get_username()
+    with transaction.atomic():
         if link.call is not None:
             if link.call.state != CallState.REQUESTED:
                 raise _changed("It was decided already (on the board or another device)")
@@ -105,7 +125,6 @@ def link_act(raw: str) -> str:
                 approve=approve,
                 version=link.task_version,
             )
-        PushLink.objects.filter(pk=link.pk).update(used_at=timezone.now())
         services.push_acted_record(
             board=board, person=person, key=link_item_key(link), action=link.action
         )

@@ -239,7 +239,7 @@ def payload(one: Wanted, tag: str, expires: datetime) -> dict[str, Any]:
                 user=user, board=item.board, item=item, action=action, expires_at=expires
             )
             actions.append(
-                {"action": action, "title": label, "url": _public(reverse("push-act", args=[raw]))}
+                {"action": action, "title": label, "url": _public(links.link_url(action, raw))}
             )
     body = f"{item.board.name}: {item.question}"[:TEXT_MAX]
     data: dict[str, Any] = {

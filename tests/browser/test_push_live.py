@@ -189,6 +189,7 @@ def test_a_passkey_is_registered_and_a_step_up_approval_needs_it(context, origin
         },
     )
     page.fill("#passkey-name", "Laptop")
+    page.fill("#passkey-password", PASSWORD)  # the first passkey: the password proves it
     page.click("#passkey-add")
     expect(page.locator("li[data-passkey]")).to_contain_text("Laptop")
 

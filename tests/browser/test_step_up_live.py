@@ -12,6 +12,7 @@ from playwright.sync_api import Response, expect
 
 from devtools.liveserver import wait_until
 
+from .conftest import PASSWORD
 from .test_push_live import SLUG, context, hold, logged_in, origin  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.browser
@@ -39,6 +40,7 @@ def test_approving_a_held_step_up_call_from_the_strip_asks_for_the_passkey_first
         },
     )["authenticatorId"]
     page.fill("#passkey-name", "Laptop")
+    page.fill("#passkey-password", PASSWORD)  # the first passkey: the password proves it
     page.click("#passkey-add")
     expect(page.locator("li[data-passkey]")).to_contain_text("Laptop")
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterator
-from urllib.parse import urlsplit
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from django.test import Client
@@ -37,8 +38,12 @@ def subscribe(client: Client, endpoint: str, browser: Browser, name: str = "Pat'
     )
 
 
-def path_of(url: str) -> str:
-    return urlsplit(url).path
+def act(url: str) -> Any:
+    """Post an action's link as the service worker does: to its path, the secret from
+    its fragment (``#t=…``) in the body."""
+    parts = urlsplit(url)
+    token = parse_qs(parts.fragment).get("t", [""])[0]
+    return Client().post(parts.path, {"token": token})
 
 
 def test_the_key_is_made_once_kept_and_published(db):
@@ -149,15 +154,15 @@ def test_a_gated_claim_is_pushed_within_2s_and_its_approve_link_works_once(
     assert data["url"] == "http://testserver/boards/team/tasks/1/"
     assert [a["action"] for a in data["actions"]] == ["approve", "deny"]
     assert int(push.headers["TTL"]) >= 900
-    approve = path_of(data["actions"][0]["url"])
+    approve = data["actions"][0]["url"]
 
-    reply = Client().post(approve)
+    reply = act(approve)
     assert (reply.status_code, reply.json()) == (200, {"decided": "approve"})
     task = alice.call("TaskGet", {"taskId": "1"}).body["task"]
     assert task["approval"]["state"] == "approved"
     assert task["approval"]["history"][-1]["by"] == "pat"
-    assert Client().post(approve).status_code == 409
-    assert Client().post(path_of(data["actions"][1]["url"])).status_code == 409
+    assert act(approve).status_code == 409
+    assert act(data["actions"][1]["url"]).status_code == 409
 
 
 @pytest.mark.django_db(transaction=True)
@@ -176,7 +181,7 @@ def test_a_decision_on_the_board_withdraws_the_push_and_voids_its_links(
     assert withdrawal.at - started < 5.0
     assert withdrawal.data == {"tag": push.data["tag"], "withdraw": True}
     assert PushNotice.objects.get().withdrawn_at is not None
-    reply = Client().post(path_of(push.data["actions"][0]["url"]))
+    reply = act(push.data["actions"][0]["url"])
     assert (reply.status_code, reply.json()["error"]["code"]) == (409, "push_link_stale")
 
 
@@ -198,6 +203,9 @@ def test_a_gone_endpoint_removes_its_device(person_client, alice, service):
 def test_an_unknown_or_malformed_link_is_a_404(db):
     assert Client().post("/push/act/" + "x" * 43 + "/").status_code == 404
     assert Client().post("/push/act/short/").status_code == 404
+    assert Client().post("/push/act/approve/", {"token": "x" * 43}).status_code == 404
+    assert Client().post("/push/act/approve/", {"token": "short"}).status_code == 404
+    assert Client().post("/push/act/approve/").status_code == 404
     assert Client().get("/push/act/" + "x" * 43 + "/").status_code == 405
 
 
@@ -218,13 +226,13 @@ def test_an_item_still_waiting_when_its_links_lapse_is_pushed_once_more_with_fre
         (first,) = service.wait(1)
         first_seen = time.monotonic()
         _, second = service.wait(2, timeout=10)
-        old, new = (path_of(p.data["actions"][0]["url"]) for p in (first, second))
+        old, new = (p.data["actions"][0]["url"] for p in (first, second))
         assert old != new
-        assert Client().post(old).status_code == 410
+        assert act(old).status_code == 410
         # Once more only: the fresh links lapse too, and nothing is pushed a third time.
         time.sleep(settings.KANBAN_PUSH_LINK_SECONDS + 1.5)
         assert len(service.pushes) == 2
     assert second.at - first_seen >= settings.KANBAN_PUSH_LINK_SECONDS - 0.5
     assert (second.data["tag"], second.data["title"]) == (first.data["tag"], first.data["title"])
-    assert Client().post(new).status_code == 410
+    assert act(new).status_code == 410
     assert alice.call("TaskGet", {"taskId": "1"}).body["task"]["approval"]["state"] == "requested"

@@ -4,8 +4,6 @@ a passkey."""
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
-
 import pytest
 from django.test import Client
 
@@ -16,7 +14,7 @@ from boards.core.services import pushes, stepup
 from boards.core.states import EventKind
 from boards.models import Event, Membership, Role, ToolCall
 from boards.push import notices
-from tests.push.test_push import service, subscribe  # noqa: F401 (the fixture)
+from tests.push.test_push import act, service, subscribe  # noqa: F401 (the fixture)
 from tests.support.push_standin import Browser
 
 PUSH_KINDS = (
@@ -109,8 +107,7 @@ def test_a_decision_through_a_push_link_is_logged_with_its_person(
     call = ToolCall.objects.get()
     assert notices.board_sync(board.pk) == 1
     (push,) = service.wait(1)
-    deny = urlsplit(push.data["actions"][1]["url"]).path
-    assert Client().post(deny).json() == {"decided": "deny"}
+    assert act(push.data["actions"][1]["url"]).json() == {"decided": "deny"}
 
     facts = {"item": f"call-{call.pk}", "agent": "claude", "tool": "Bash"}
     facts["summary"] = "git reset --hard"

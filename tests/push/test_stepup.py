@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import urllib.error
+import urllib.request
 from datetime import timedelta
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 from django.utils import timezone
@@ -11,9 +14,10 @@ from boards.clients import sessions
 from boards.core import gates, services
 from boards.core.errors import PermissionDenied
 from boards.core.services import stepup
-from boards.models import GateRule, Passkey, PushNotice, StepUp, ToolCall
+from boards.models import GateRule, Membership, Passkey, PushNotice, StepUp, ToolCall
 from boards.push import notices
-from tests.push.test_push import service, subscribe  # noqa: F401 (the fixture)
+from devtools.liveserver import Cluster, wait_until
+from tests.push.test_push import act, service, subscribe  # noqa: F401 (the fixture)
 from tests.support.push_standin import Browser
 
 CWD = "/home/dev/project"
@@ -123,3 +127,80 @@ def test_a_step_up_calls_push_carries_deny_only_for_a_person_with_a_passkey(
     assert push.data["title"] == "claude (claude-code) asks to run Bash: rm -rf build"
     assert [a["action"] for a in push.data["actions"]] == ["deny"]
     assert PushNotice.objects.get().item == f"call-{call.pk}"
+
+
+def test_a_refused_link_is_spent_and_never_works_after(
+    board,
+    person,
+    person_client,
+    service,  # noqa: F811 (the fixture)
+):
+    """A push's link refused with 403 (its person no longer a decider; a step-up missing)
+    is used up: it does not wait for whoever holds it to try again later."""
+    browser = Browser()
+    assert subscribe(person_client, service.endpoint(browser), browser).status_code == 201
+    first, second = held(board, "rm -rf build"), held(board, "rm -rf dist")
+    assert notices.board_sync(board.pk) == 2
+    pushed = {p.data["tag"].rsplit(":", 1)[1]: p for p in service.wait(2)}
+    approve_first = pushed[f"call-{first.pk}"].data["actions"][0]["url"]
+    approve_second = pushed[f"call-{second.pk}"].data["actions"][0]["url"]
+
+    # Pushed before the person had a passkey: the Approve link needs one now.
+    with_passkey(person)
+    reply = act(approve_first)
+    assert (reply.status_code, reply.json()["error"]["code"]) == (403, "step_up_required")
+    stepup.step_up_record(user=person, board=board, item_key=f"call-{first.pk}")
+    reply = act(approve_first)
+    assert (reply.status_code, reply.json()["error"]["code"]) == (409, "push_link_used")
+    assert ToolCall.objects.get(pk=first.pk).state == "requested"
+
+    # The person lost the board (a lapsed membership): the link is spent, not paused.
+    membership = Membership.objects.get(user=person, board=board)
+    role = membership.role
+    membership.delete()
+    stepup.step_up_record(user=person, board=board, item_key=f"call-{second.pk}")
+    assert act(approve_second).status_code == 403
+    Membership.objects.create(user=person, board=board, role=role)
+    assert act(approve_second).status_code == 409
+    assert ToolCall.objects.get(pk=second.pk).state == "requested"
+
+
+def test_a_links_secret_is_in_its_fragment_and_never_in_the_access_log(
+    board,
+    person_client,
+    service,  # noqa: F811 (the fixture)
+    tmp_path,
+):
+    browser = Browser()
+    assert subscribe(person_client, service.endpoint(browser), browser).status_code == 201
+    held(board, "git reset --hard")
+    assert notices.board_sync(board.pk) == 1
+    (push,) = service.wait(1)
+    urls = [a["url"] for a in push.data["actions"]]
+    secrets = []
+    for url, action in zip(urls, ("approve", "deny"), strict=True):
+        parts = urlsplit(url)
+        (secret,) = parse_qs(parts.fragment)["t"]
+        assert (parts.path, parts.query) == (f"/push/act/{action}/", "")
+        secrets.append(secret)
+
+    # A real server's access log, as the service worker posts a link.
+    cluster = Cluster(tmp_path)
+    try:
+        base = cluster.start()
+        for url, secret in zip(urls, secrets, strict=True):
+            request = urllib.request.Request(
+                base + urlsplit(url).path,
+                data=urlencode({"token": secret}).encode(),
+                method="POST",
+            )
+            with pytest.raises(urllib.error.HTTPError) as answer:
+                urllib.request.urlopen(request, timeout=10)  # another database: no such link
+            assert answer.value.code == 404
+        (server,) = cluster.servers
+        wait_until(lambda: "/push/act/deny/" in server.log(), timeout=5, what="the access log")
+        log = server.log()
+        assert "POST /push/act/approve/" in log
+        assert not [secret for secret in secrets if secret in log], log
+    finally:
+        cluster.stop()

@@ -44,7 +44,13 @@ class DeviceKindsForm(forms.Form):
 
 
 class PasskeyRemoveForm(forms.Form):
+    """Remove one of the person's passkeys, with its proof: ``assertion`` (the JSON of an
+    assertion the page's script had made for this removal) or, for the last one,
+    ``password``."""
+
     passkey = forms.IntegerField(min_value=1, max_value=2**31 - 1)
+    assertion = forms.CharField(required=False, max_length=20_000, strip=False)
+    password = forms.CharField(required=False, max_length=1000, strip=False)
 
 
 @require_GET
@@ -70,11 +76,17 @@ def _json_refusal(exc: ServiceError) -> JsonResponse:
     return JsonResponse(error_body(exc), status=exc.status)
 
 
-def _body(request: HttpRequest) -> Any:
+def _json(text: str | bytes, field: str) -> Any:
     try:
-        return json.loads(request.body or b"null")
+        return json.loads(text)
     except (ValueError, UnicodeDecodeError):
-        raise InvalidInput("The body is not JSON", field=BODY) from None
+        raise InvalidInput(f"{field}: not JSON", field=field) from None
+    except RecursionError:  # nesting deeper than the parser goes: no client sends that
+        raise InvalidInput(f"{field}: JSON nested too deep", field=field) from None
+
+
+def _body(request: HttpRequest) -> Any:
+    return _json(request.body or b"null", BODY)
 
 
 @require_GET
@@ -98,11 +110,15 @@ def push_subscribe(request: HttpRequest) -> JsonResponse:
 
 @csrf_exempt
 @require_POST
-def push_act(request: HttpRequest, token: str) -> JsonResponse:
+def push_act(request: HttpRequest, action: str) -> JsonResponse:
     """A push's Approve or Deny: the link is the credential (one-time, bound to its
-    person and the item's exact state), so no session or CSRF token is asked."""
+    person and the item's exact state), so no session or CSRF token is asked.
+
+    The link is ``/push/act/<action>/#t=<secret>``: the service worker posts the secret
+    from the fragment as the form field ``token``; a fragment never reaches the server,
+    so no access log holds it."""
     try:
-        decided = links.link_act(token)
+        decided = links.link_act(request.POST.get("token", ""), action=action)
     except ServiceError as exc:
         return _json_refusal(exc)
     return JsonResponse({"decided": decided})
@@ -131,10 +147,19 @@ def person_page(request: HtmxHttpRequest) -> HttpResponse:
         try:
             if not keyform.is_valid():
                 raise InvalidInput("Which passkey? Reload the page and try again.", field="passkey")
-            passkeys.passkey_remove(user=request.user, passkey_id=keyform.cleaned_data["passkey"])
-            messages.success(request, "Passkey removed.")
+            mine = keyform.cleaned_data
+            passkeys.passkey_remove(
+                user=request.user,
+                session=request.session,
+                passkey_id=mine["passkey"],
+                assertion=_json(mine["assertion"], "assertion") if mine["assertion"] else None,
+                password=mine["password"] or None,
+            )
         except ServiceError as exc:
+            # Refused: the page again, saying why, under the refusal's status.
             messages.error(request, exc.message)
+            return _person_page(request, status=exc.status)
+        messages.success(request, "Passkey removed.")
         return redirect("person")
     if request.method == "POST":
         form = DeviceRemoveForm(request.POST)
@@ -147,13 +172,17 @@ def person_page(request: HtmxHttpRequest) -> HttpResponse:
         else:
             messages.error(request, "Which device? Reload the page and try again.")
         return redirect("person")
+    return _person_page(request)
+
+
+def _person_page(request: HttpRequest, status: int = 200) -> HttpResponse:
     context = {
         "devices": devices.devices_of(request.user),
         "kinds": list(devices.KINDS.items()),
         "passkeys": passkeys.passkeys_of(request.user),
         "public_url": settings.KANBAN_PUBLIC_URL,
     }
-    return render(request, "push/person.html", context)
+    return render(request, "push/person.html", context, status=status)
 
 
 def _logged_in_json(view: Any) -> Any:
@@ -180,19 +209,31 @@ def _object(request: HttpRequest) -> dict[str, Any]:
 
 @_logged_in_json
 def passkey_options(request: HttpRequest) -> JsonResponse:
-    """Options for ``navigator.credentials.create``: a new passkey for this person."""
-    return JsonResponse(passkeys.registration_options(user=request.user, session=request.session))
+    """What a change to this person's passkeys needs: ``{}`` → adding one (``create``, and
+    its proof: ``confirm`` or ``password``); ``{"remove": <id>}`` → removing that one
+    (``confirm``, and ``password`` when it is the last)."""
+    body = _object(request) if request.body else {}
+    if "remove" in body:
+        options = passkeys.removal_options(
+            user=request.user, session=request.session, passkey_id=body["remove"]
+        )
+    else:
+        options = passkeys.registration_options(user=request.user, session=request.session)
+    return JsonResponse(options)
 
 
 @_logged_in_json
 def passkey_add(request: HttpRequest) -> JsonResponse:
-    """Keep the passkey the browser made; 201 ``{"id"}``."""
+    """Keep the passkey the browser made, with its proof (``assertion``: from a passkey
+    the person has, made first; ``password``: for their first); 201 ``{"id"}``."""
     body = _object(request)
     key = passkeys.passkey_register(
         user=request.user,
         session=request.session,
         credential=body.get("credential"),
         name=body.get("name") or "",
+        assertion=body.get("assertion"),
+        password=body.get("password"),
     )
     return JsonResponse({"id": key.pk}, status=201)
 
