@@ -1,4 +1,4 @@
-"""Which of an agent's own tool calls need a person: gate rules, and what a call is doing.
+r"""Which of an agent's own tool calls need a person: gate rules, and what a call is doing.
 
 A coding client sends each tool call to the board before it runs (a ``PreToolUse``
 hook, SPEC §11). A board's gate rules match the call: the tool's name against a glob
@@ -8,21 +8,40 @@ SPEC §13) and a pattern against what the call does, and answer ``ask``, ``deny`
 decision (the client's own permissions apply).
 
 What a call does is read, not just its raw text (``read_action``): a shell command is
-parsed into the simple commands it runs (``boards.core.shell``), and a pattern matches
-if it matches the raw input or any of them; the paths it writes are resolved against
-the session's folder (``outside_cwd`` rules). What cannot be read — a command no parser
+parsed into the simple commands it runs (``boards.core.shell``), and an ``ask`` or
+``deny`` pattern matches if it matches the raw input or any of them; the paths it writes
+are resolved against the session's folder (``outside_cwd`` rules; the temporary folders
+are no one's, so a test run's log in ``/tmp`` is not "outside"). Any tool's input is read
+by its shape too: an MCP tool given a ``command`` is a shell, one given a ``path`` and
+``content`` a write.
+
+An ``allow`` rule covers only what it matches whole: the raw input (the match spans it),
+or each simple command of the line, as written (its redirections included), matched by
+some allow rule, the same or an earlier one. A line an allow rule covers in part goes on
+down the rules, and a later ``ask`` or ``deny`` rule that matches what is left holds it:
+``^git checkout -- \.$`` allows that line, not ``git checkout -- . ; rm -rf ~``. Commands
+that only move the line's folder or do nothing (``cd``, ``pushd``, ``popd``, ``true``,
+``:``, assignments) and a shell whose code is read as commands of its own (``bash -c``)
+need no rule of their own: ``cd build && npm test`` is allowed by ``^npm test$``. What cannot be read — a command no parser
 reads, a path with an unknown variable, an input longer than ``INPUT_MATCH_MAX``, a
 pattern too slow for the call's budget — is asked about: a rule that holds calls back
 (``ask``, and ``deny`` as an ask) applies, one that lets them by (``allow``) does not.
 
 Built in, before the board's rules: a write to the supervision's own files (the
 clients' settings and hooks, ``.git/hooks``, ``.mcp.json``, the forwarder's
-configuration) is always asked about (``SUPERVISION_RULE``), so an agent cannot take
-itself off the board, whatever the board's rules say.
+configuration, ``.env``/``.envrc`` the clients read) is always asked about
+(``SUPERVISION_RULE``), so an agent cannot take itself off the board, whatever the
+board's rules say; so is a line that names one of them with a write the reader cannot
+list (git plumbing, archive extraction, ``cp -r``, an interpreter's code…), and a ``git
+config`` that moves git's hooks. A signal that could reach the hooks' own processes
+(``pkill -f PATTERN`` whose pattern finds a line of ``HOOK_PROCESSES``, ``kill -1``,
+``killall python3``…) is asked about as well (``TAMPERING_RULE``): a hook killed
+before it answers gives the client no verdict.
 
 Pure functions over plain data: no database, no Django. A pattern is refused when saved
-if compiling it could cost the server (``pattern_problem``); patterns are matched with a
-time limit (the ``regex`` module) inside one budget per call.
+if compiling it could cost the server, or if it is not one Python's ``re`` reads the same
+way (``pattern_problem``); patterns are matched with a time limit (the ``regex`` module,
+in its ``re``-compatible version) inside one budget per call.
 """
 
 from __future__ import annotations
@@ -37,6 +56,7 @@ import re._constants as sre_constants  # type: ignore[import-not-found]
 import re._parser as sre_parse  # type: ignore[import-not-found]
 import shlex
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,9 +123,54 @@ KIND_VERBS = {"shell": "Running", "write": "Writing", "read": "Reading", "fetch"
 # config that can move them), MCP servers, the forwarder's board and token.
 SUPERVISION_FILES = re.compile(
     r"(^|/)\.(claude|codex|gemini|qwen|copilot|opencode)(/|$)"
-    r"|(^|/)\.git/(hooks(/|$)|config$)|(^|/)\.mcp\.json$"
-    r"|(^|/)\.config/(agent-kanban|opencode)(/|$)|^/etc/codex(/|$)"
+    r"|(^|/)\.git/(hooks(/|$)|config$)|(^|/)\.mcp\.json$|(^|/)\.env(rc)?$"
+    r"|(^|/)\.config/(agent-kanban|opencode)(/|$)"
+    r"|^/etc/(codex|claude-code|gemini-cli|qwen-code|agent-kanban)(/|$)"
 )
+# The same files named anywhere in a line (inside a word: ``--cacheinfo 1,h,.claude/x``).
+SUPERVISION_NAMED = re.compile(
+    r"(?<![\w.-])\.(claude|codex|gemini|qwen|copilot|opencode|mcp\.json|envrc|env)(?![\w.-])"
+    r"|\.git/(hooks|config)\b|\bagent-kanban\b|/etc/(codex|claude-code|gemini-cli|qwen-code)\b"
+    r"|\.config/opencode\b"
+)
+# Folders no session owns: what is written there is no one's work.
+TEMPORARY = re.compile(r"^/(tmp|var/tmp|private/tmp|dev/shm)(/|$)")
+# The processes a gated hook runs as, as ``ps -o args`` and ``pgrep -f`` see them, the way
+# ``agent-kanban connect`` writes them (tests/core/test_gate_classes.py holds them to
+# ``boards.clients.setup``, which core may not import): the shell the client starts, the
+# forwarder's interpreter in its fast form and as the console script, and the clients
+# (the opencode plugin runs inside opencode; Gemini, Qwen, Copilot run in node).
+HOOK_FORWARDER = (
+    "/usr/bin/python3 -I -S -c "
+    "'import sys;sys.path.append(sys.argv.pop(1));import forwarder;sys.exit(forwarder.main())' "
+    "/home/u/.config/agent-kanban"
+)
+HOOK_GUARD = (
+    " || { [ $? = 2 ] || echo 'kanban-hook did not run, so this tool call is blocked: "
+    "run agent-kanban connect again' >&2; exit 2; }"
+)
+HOOK_LINES = (
+    f"{HOOK_FORWARDER} --client claude-code --timeout 3630{HOOK_GUARD}",
+    f"{HOOK_FORWARDER} --client gemini --timeout 10",
+    f"kanban-hook --client codex --timeout 598{HOOK_GUARD}",
+)
+HOOK_PROCESSES = (
+    *(f"{shell} -c {line}" for line in HOOK_LINES for shell in ("/bin/sh", "/bin/bash")),
+    *(" ".join(shlex.split(line.split(" || ")[0])) for line in HOOK_LINES),
+    "/usr/bin/python3 /home/u/.local/bin/kanban-hook --client codex --timeout 598",
+    "/home/u/.opencode/bin/opencode",
+    "opencode serve --hostname 127.0.0.1 --port 4096",
+    "node /usr/local/bin/opencode",
+    "node /usr/local/bin/claude",
+    "node /usr/local/lib/node_modules/@google/gemini-cli/dist/index.js",
+    "node /usr/local/bin/qwen",
+    "node /usr/local/bin/copilot",
+    "/usr/local/bin/codex",
+)
+# Their names as ``pkill NAME``, ``killall NAME`` and ``pidof NAME`` see them.
+HOOK_PROCESS_NAMES: tuple[str, ...] = ("sh", "bash", "dash", "python3", "python3.12", "python")
+HOOK_PROCESS_NAMES += ("kanban-hook", "node", "bun", "opencode", "claude", "codex", "gemini")
+HOOK_PROCESS_NAMES += ("qwen", "copilot")
 
 
 @dataclass(frozen=True)
@@ -133,8 +198,16 @@ class Rule:
 # Each simple command's text starts with its program (``shell``), so the default rules
 # are anchored there: ``git commit -m "no rm -rf"`` is not a delete.
 _DOWNLOAD = r"(curl|wget|fetch|aria2c|xh|https?)"
+# Where credentials live (the forwarder's boards file among them).
+_CREDENTIALS = (
+    r"(\.ssh\b|\.aws\b|\.gnupg|\.netrc|\.kube/config|\.docker/config|\.config/gh\b|\.git-cred"
+    r"|\.npmrc|\.pypirc|id_(rsa|ed25519|ecdsa|dsa)|credentials|agent-kanban/boards|\.env(?![\w.]))"
+)
+_NETWORK = r"(curl|wget|nc|ncat|netcat|socat|telnet|ssh|https?|xh|openssl)\b"
 # New boards start with these: a person is asked before the commands that lose work or
-# reach outside the machine, and before files are written outside the session's folder.
+# reach outside the machine (credentials sent, a cloud's or a database's data deleted),
+# that leave something to run later (persistence), and before files are written outside
+# the session's folder.
 DEFAULT_RULES: tuple[Rule, ...] = (
     Rule(
         "kind:shell",
@@ -157,11 +230,70 @@ DEFAULT_RULES: tuple[Rule, ...] = (
         rf"|^{_DOWNLOAD} \| \S+$",
         note="A download piped into a shell",
     ),
+    Rule(
+        "kind:shell",
+        r"^git\s+(update-ref\s+(\S+\s+)*?-d\b|reflog\s+(expire|delete)\b|prune\b"
+        r"|gc\s+(\S+\s+)*?--prune=(now|all)\b|filter-(branch|repo)\b"
+        r"|worktree\s+remove\s+(\S+\s+)*?(-f|--force)\b)",
+        note="git history or its safety net removed (reflog, unreachable commits, refs)",
+    ),
+    Rule(
+        "kind:shell",
+        rf"^(curl|wget|https?|xh|scp|sftp|rsync|nc|ncat|netcat|socat|rclone|gsutil)\b.*"
+        rf"({_CREDENTIALS}|\$\((env|printenv|gh\s+auth\s+token)\b)",
+        note="Sending credentials off the machine",
+    ),
+    Rule(
+        "kind:shell",
+        rf"{_CREDENTIALS}[^|]*\|(.*\|)?\s*{_NETWORK}",
+        note="Sending credentials off the machine",
+    ),
+    Rule(
+        "kind:shell",
+        r"^(env|printenv|set|(export|declare)\s+-p|gh\s+auth\s+token|gcloud\s+auth\s+\S*token"
+        r"|aws\s+configure\s+export-credentials|az\s+account\s+get-access-token"
+        rf"|cat\s+/proc/\S+/environ)\b[^|]*\|(.*\|)?\s*{_NETWORK}",
+        note="Sending credentials off the machine",
+    ),
+    Rule(
+        "kind:shell",
+        r"^gh\s+((\S+\s+)*?(repo|release|secret|variable|gist|codespace|ruleset|cache|project)"
+        r"\s+delete|api\s+(\S+\s+)*?(-X|--method)(\s+|=)?DELETE)\b"
+        r"|^aws\s+(\S+\s+)*?(s3\s+(rm\s+(\S+\s+)*?--recursive|rb)\b|\S+\s+(delete|terminate)-\S+)"
+        r"|^(gcloud|az|doctl|flyctl|fly|hcloud)\s+(\S+\s+)*?(delete|destroy)\b",
+        note="Deleting through a cloud or GitHub API",
+    ),
+    Rule(
+        "kind:shell",
+        r"^(kubectl\s+(\S+\s+)*?delete\s+(\S+\s+)*?(ns|namespaces?|nodes?|pvc?|crd|-A|--all"
+        r"|--all-namespaces)|helm\s+(uninstall|delete)|(terraform|tofu)\s+(destroy|apply\s+(\S+\s+)*?"
+        r"-destroy)|(pulumi|cdk|cdktf|serverless|sls)\s+(destroy|remove)|heroku\s+apps:destroy)\b",
+        note="Deleting cluster or infrastructure resources",
+    ),
+    Rule(
+        "kind:shell",
+        r"(?i)^(psql|mysql|mariadb|sqlite3|duckdb|mongosh|mongo|sqlcmd)\b.*"
+        r"\b(drop\s+(table|database|schema|collection|view)|truncate|dropdatabase|delete\s+from)\b"
+        r"|^redis-cli\b.*\bflush(all|db)\b|^(dropdb|mysqladmin\s+(\S+\s+)*?drop)\b"
+        r"|\b(drop\s+(table|database)|truncate)\b.*\|\s*(psql|mysql|sqlite3)\b",
+        note="Dropping database tables or data",
+    ),
+    Rule(
+        "kind:shell",
+        r"^(crontab(?!\s+(-u\s+\S+\s+)?-l\b)|(at|batch)(?!\s+-[lrdc]\b)"
+        r"|launchctl\s+(load|bootstrap|submit|enable)|systemctl\s+(\S+\s+)*?(enable|link)|loginctl\s+enable-linger|systemd-run\s+(\S+\s+)*?"
+        r"--on-\S+|npm\s+(pkg\s+set\s+(\S+\s+)*?scripts\.(pre|post)?(install|prepare|uninstall)"
+        r"|set-script))\b",
+        note="Running something later or at login (persistence)",
+    ),
     Rule("kind:write|kind:shell", outside_cwd=True, note="Writing outside the folder"),
 )
 # Built in, before a board's rules (the module's docstring).
 SUPERVISION_RULE = Rule(
     "*", note="Changing the supervision's own files (client hooks and settings)", decision=ASK
+)
+TAMPERING_RULE = Rule(
+    "*", note="Stopping the supervision's hooks (signals that reach their processes)", decision=ASK
 )
 # A call the board's rules could not be checked against within the call's budget.
 OVER_BUDGET_RULE = Rule("*", note="Too long to check against the board's rules", decision=ASK)
@@ -195,24 +327,58 @@ def pattern_problem(pattern: str) -> str | None:
 
     A pattern is parsed before it is compiled, and refused when compiling it would cost
     the server: repeats inside repeats multiply (``(?:(?:a{1000}){100}){100}`` is ten
-    million copies of ``a`` to the compiler)."""
+    million copies of ``a`` to the compiler). It is checked by Python's ``re`` and matched
+    by ``regex``: one the two would read differently is refused, so the check holds for
+    what is matched (``x{e<=9}`` is a literal to ``re`` and a fuzzy match of anything to
+    ``regex``; ``[[:alpha:]]`` a set of characters to one, a class to the other)."""
     if not isinstance(pattern, str) or len(pattern) > PATTERN_MAX:
         return f"at most {PATTERN_MAX} characters"
     if "\x00" in pattern:
         return "must not contain the NUL character"
     try:
-        size = _size(sre_parse.parse(pattern))
-    except (re.error, ValueError, OverflowError, RecursionError, MemoryError) as exc:
+        with warnings.catch_warnings():
+            # re warns where a later Python (and ``regex``) reads a set differently.
+            warnings.simplefilter("error")
+            size = _size(sre_parse.parse(pattern))
+    except (re.error, ValueError, OverflowError, RecursionError, MemoryError, Warning) as exc:
         return f"not a regular expression (Python's syntax): {str(exc)[:120]}"
     if size > limits.GATE_PATTERN_SIZE_MAX:
         return (
             f"too large once its repeats are counted (at most {limits.GATE_PATTERN_SIZE_MAX}"
             " characters' worth): use fewer or smaller {n} repeats"
         )
+    if (brace := _stray_brace(pattern)) is not None:
+        return (
+            f"a brace at character {brace + 1} is no repeat ({{n}}, {{n,m}}): write \\{{ for a"
+            " brace (the matcher would read it as a fuzzy match)"
+        )
     try:
-        regex.compile(pattern)
+        regex.compile(pattern, regex.VERSION0)
     except (regex.error, ValueError, OverflowError, RecursionError, MemoryError) as exc:
         return f"not a regular expression: {str(exc)[:120]}"
+    return None
+
+
+_REPEAT = re.compile(r"\{(\d+(,\d*)?|,\d+)\}")
+
+
+def _stray_brace(pattern: str) -> int | None:
+    """Where an unescaped ``{`` outside a set begins no repeat, or None."""
+    n, in_set = 0, False
+    while n < len(pattern):
+        ch = pattern[n]
+        if ch == "\\":
+            n += 2
+            continue
+        if in_set:
+            in_set = ch != "]" or pattern[n - 1] == "["
+        elif ch == "[":
+            in_set = True
+            if pattern[n + 1 : n + 2] == "^":
+                n += 1
+        elif ch == "{" and not _REPEAT.match(pattern, n):
+            return n
+        n += 1
     return None
 
 
@@ -249,7 +415,7 @@ def _compiled(pattern: str) -> Any:
     saved before the check, or written to the database by hand)."""
     if pattern_problem(pattern) is not None:
         return None
-    return regex.compile(pattern)
+    return regex.compile(pattern, regex.VERSION0)
 
 
 def tool_matches(glob: str, name: str, *, client_tool: str | None = None) -> bool:
@@ -270,13 +436,38 @@ def _kind(tool_name: str, client_tool: str | None) -> str:
     return kind if kind != "other" or not client_tool else kind_of(client_tool)
 
 
+# What an input says, by its shape, for a tool the gate does not know (an MCP tool's):
+# a command run, or a file written.
+COMMAND_KEYS = ("command", "cmd", "script")
+WRITE_KEYS = ("content", "text", "edits", "new_string", "newString", "contents", "data")
+
+
+def shape_of(tool_name: str, tool_input: dict[str, Any]) -> str:
+    """What a call does, by its tool's name or else by its input's shape: an MCP tool (or
+    one no client names) given a command is a shell, given a path and content a write."""
+    kind = kind_of(tool_name)
+    if kind not in {"mcp", "other"} or not isinstance(tool_input, dict):
+        return kind
+    if any(isinstance(tool_input.get(k), str | list) for k in COMMAND_KEYS):
+        return "shell"
+    if any(isinstance(tool_input.get(k), str) for k in PATH_KEYS) and any(
+        k in tool_input for k in WRITE_KEYS
+    ):
+        return "write"
+    return kind
+
+
 def main_input(tool_name: str, tool_input: dict[str, Any]) -> tuple[str, str]:
     """(kind, text) of what a call is about: its command, file path, URL or query."""
-    kind = kind_of(tool_name)
+    kind = shape_of(tool_name, tool_input)
     if kind == "shell":
-        command = tool_input.get("command", tool_input.get("cmd", ""))
+        key = next((k for k in COMMAND_KEYS if k in tool_input), "command")
+        command = tool_input.get(key, "")
+        args = tool_input.get("args")
         if isinstance(command, list):  # Codex's shell: ["bash", "-lc", "…"]
             return "command", shlex.join(str(word) for word in command)
+        if isinstance(args, list) and args and kind_of(tool_name) != "shell":
+            return "command", shlex.join([str(command), *(str(a) for a in args)])
         return "command", str(command)
     if tool_name in PATH_TOOLS:
         return "path", str(tool_input.get(PATH_TOOLS[tool_name], ""))
@@ -307,7 +498,8 @@ def describe_call(tool_name: str, tool_input: dict[str, Any]) -> str:
 
 
 def outside(path: str, cwd: str) -> bool:
-    """Whether ``path`` (absolute, ``~``, or relative to ``cwd``) lies outside ``cwd``."""
+    """Whether ``path`` (absolute, ``~``, or relative to ``cwd``) lies outside ``cwd`` (and
+    outside the temporary folders, which are no one's)."""
     if not path:
         return False
     if not cwd:
@@ -318,12 +510,25 @@ def outside(path: str, cwd: str) -> bool:
             return True
         path = home + path[1:]
     full = path if path.startswith("/") else posixpath.join(cwd, path)
-    return not _inside(posixpath.normpath(full), cwd)
+    full = posixpath.normpath(full)
+    return not (_inside(full, cwd) or TEMPORARY.match(full))
 
 
 def _inside(full: str, cwd: str) -> bool:
     root = posixpath.normpath(cwd)
     return full == root or full.startswith(root.rstrip("/") + "/")
+
+
+@dataclass(frozen=True)
+class Command:
+    """One simple command of a shell line, as an allow rule must cover it: as written
+    (``head``) or as read (``key``: its program named, its variables followed), with the
+    texts read from it; ``exempt`` ones need no rule (``shell.HARMLESS``)."""
+
+    head: str
+    key: str
+    texts: tuple[str, ...]
+    exempt: bool
 
 
 @dataclass(frozen=True)
@@ -333,7 +538,9 @@ class Action:
     ``texts``: its raw main input, then (for a shell command) each simple command it runs.
     ``outside``: whether it writes (or, for a read tool, reads) outside the session's
     folder; None when a path cannot be resolved. ``supervision``: it writes the
-    supervision's own files. ``unsure``: what it runs could not be wholly read."""
+    supervision's own files. ``unsure``: what it runs could not be wholly read.
+    ``commands``: a shell line's simple commands (what an allow rule must cover).
+    ``tampering``: it sends signals that could reach the hooks' processes."""
 
     kind: str
     names: tuple[str, ...]
@@ -341,6 +548,8 @@ class Action:
     outside: bool | None
     supervision: bool
     unsure: bool
+    commands: tuple[Command, ...] = ()
+    tampering: bool = False
 
 
 def read_action(
@@ -353,20 +562,48 @@ def read_action(
     )
     # A name the door did not normalise is read by the client's own name's kind.
     known = kind_of(tool_name) != "other" or not client_tool
-    _, text = main_input(tool_name if known else client_tool or tool_name, tool_input)
+    read_as = tool_name if known else client_tool or tool_name
+    if kind in {"mcp", "other"}:
+        kind = shape_of(read_as, tool_input)
+    _, text = main_input(read_as, tool_input)
     if len(text) > INPUT_MATCH_MAX:
         return Action(kind, names, (text[:INPUT_MATCH_MAX],), None, False, True)
     if kind == "shell":
         reading = shell.read_command(text, cwd)
         writes = reading.writes
         out: bool | None = False
-        if any(w is not None and not (cwd and _inside(w, cwd)) for w in writes):
+        if any(
+            w is not None and not (cwd and _inside(w, cwd)) and not TEMPORARY.match(w)
+            for w in writes
+        ):
             out = True
         elif any(w is None for w in writes):
             out = None
         spelled = [*reading.written, *(w for w in writes if w)]
-        supervision = any(SUPERVISION_FILES.search(p) for p in spelled)
-        return Action(kind, names, (text, *reading.texts), out, supervision, reading.unsure)
+        supervision = (
+            any(SUPERVISION_FILES.search(p) for p in spelled)
+            or reading.hooks_moved
+            or bool(reading.opaque and SUPERVISION_NAMED.search(text))
+        )
+        commands = tuple(
+            Command(
+                c.head,
+                " ".join([c.texts[0], c.spelled]).strip() if c.texts else c.head,
+                tuple(c.texts),
+                c.exempt,
+            )
+            for c in reading.commands
+        )
+        return Action(
+            kind,
+            names,
+            (text, *reading.texts),
+            out,
+            supervision,
+            reading.unsure,
+            commands,
+            _tampering(reading),
+        )
     if kind in {"write", "read"}:
         resolved = posixpath.normpath(posixpath.join(cwd, text)) if text and cwd else text
         home = shell.home_of(cwd)
@@ -379,9 +616,197 @@ def read_action(
     return Action(kind, names, (text,), False, False, False)
 
 
-def _verdict(rule: Rule, action: Action, deadline: float) -> bool | None:
-    """Whether ``rule`` matches: True, False, or None when that cannot be known."""
-    if not _names_match(rule.tool, action.names):
+# -- signals that could stop the hooks (``TAMPERING_RULE``) ---------------------------------
+
+KILLERS = {"kill", "pkill", "killall", "killall5", "skill"}
+# pkill's and pgrep's options that take a value (a filter, not the pattern).
+_PGREP_VALUES = {"-u", "-U", "-g", "-G", "-P", "-s", "-t", "-F", "-d", "--signal", "--euid"}
+_PGREP_VALUES |= {"--uid", "--group", "--parent", "--pgroup", "--session", "--terminal"}
+_PGREP_VALUES |= {"--pidfile", "--ns", "--nslist"}
+_KILLALL_VALUES = {"-u", "--user", "-s", "--signal", "-o", "--older-than", "-y", "-n"}
+_KILLALL_VALUES |= {"--younger-than"}
+
+
+def _tampering(reading: shell.Reading) -> bool:
+    """Whether the line sends signals that could reach the hooks' processes: a process
+    picked by a name or pattern that finds one of ``HOOK_PROCESSES`` or
+    ``HOOK_PROCESS_NAMES`` (a pattern that cannot be tried counts), every process (``kill
+    -1``, ``pkill -u me``), or a process group the line does not know."""
+    if reading.signals:
+        return True
+    runs = reading.runs
+    if not any(run[0] in KILLERS for run in runs):
+        return False
+    fed = False  # a kill given its processes by another command (``$(pgrep …)``, xargs)
+    for run in runs:
+        name, args = run[0], run[1:]
+        if name == "killall5":
+            return True
+        if name in {"pkill", "pgrep"} and _pgrep_reaches(args):
+            return True
+        if name == "killall" and _killall_reaches(args):
+            return True
+        if name == "pidof" and any(a in HOOK_PROCESS_NAMES for a in args if a[:1] != "-"):
+            return True
+        if name in {"grep", "egrep", "fgrep"} and _grep_reaches(name, args):
+            return True
+        if name in {"awk", "gawk", "mawk"}:
+            for found in re.finditer(r"/((?:[^/\\]|\\.)+)/", " ".join(args)):
+                if _finds(found.group(1), HOOK_PROCESSES):
+                    return True
+        if name == "kill":
+            pids = _kill_targets(args)
+            if any(re.fullmatch(r"-\S+|0", p) for p in pids):
+                return True  # every process, or whole process groups
+            fed = fed or not pids or any("$(" in p or "`" in p for p in pids)
+    selects = {"pgrep", "pidof", "grep", "egrep", "fgrep", "awk", "gawk", "mawk"}
+    listed = any(run[0] in {"ps", "pstree"} for run in runs)
+    return fed and listed and not any(run[0] in selects for run in runs)
+
+
+def _kill_targets(args: list[str]) -> list[str]:
+    """kill's process ids (its signal given as ``-9``, ``-KILL``, ``-s KILL``, ``-n 9``)."""
+    rest = list(args)
+    if rest[:1] and rest[0] in {"-l", "-L", "--list", "--table"}:
+        return ["%"]  # lists signals, sends none
+    if rest[:1] and rest[0] in {"-s", "-n", "--signal"}:
+        rest = rest[2:]
+    elif rest[:1] and rest[0].startswith("-") and rest[0] != "--":
+        rest = rest[1:]
+    if rest[:1] == ["--"]:
+        rest = rest[1:]
+    return rest
+
+
+def _pgrep_reaches(args: list[str]) -> bool:
+    full = exact = fold = invert = False
+    patterns: list[str] = []
+    n = 0
+    while n < len(args):
+        arg = args[n]
+        if arg in _PGREP_VALUES:
+            n += 2
+            continue
+        if arg.startswith("--"):
+            full |= arg == "--full"
+            exact |= arg == "--exact"
+            fold |= arg == "--ignore-case"
+            invert |= arg == "--inverse"
+        elif arg.startswith("-") and len(arg) > 1:
+            if not re.fullmatch(r"-([0-9]+|[A-Z]+|SIG[A-Z]+)", arg):
+                full |= "f" in arg
+                exact |= "x" in arg
+                fold |= "i" in arg
+                invert |= "v" in arg
+        else:
+            patterns.append(arg)
+        n += 1
+    if invert or not patterns or _unknown(patterns[0]):
+        return True  # every process but some, or every process of a user, group, parent
+    pattern = patterns[0]
+    if exact:
+        pattern = f"^(?:{pattern})$"
+    if fold:
+        pattern = f"(?i){pattern}"
+    return _finds(pattern, HOOK_PROCESSES if full else tuple(n[:15] for n in HOOK_PROCESS_NAMES))
+
+
+def _killall_reaches(args: list[str]) -> bool:
+    regexp = fold = False
+    names: list[str] = []
+    n = 0
+    while n < len(args):
+        arg = args[n]
+        if arg in _KILLALL_VALUES:
+            n += 2
+            continue
+        if arg.startswith("-") and len(arg) > 1:
+            regexp |= arg in {"-r", "--regexp"}
+            fold |= arg in {"-I", "--ignore-case"}
+        else:
+            names.append(arg)
+        n += 1
+    if not names or any(_unknown(name) for name in names):
+        return True  # every process of a user, or names the line does not say
+    for name in names:
+        if regexp and _finds(f"(?i){name}" if fold else name, HOOK_PROCESS_NAMES):
+            return True
+        if not regexp and any(
+            (name.lower() == hook.lower()) if fold else name == hook for hook in HOOK_PROCESS_NAMES
+        ):
+            return True
+    return False
+
+
+def _grep_reaches(name: str, args: list[str]) -> bool:
+    fixed, fold, invert = name == "fgrep", False, False
+    patterns: list[str] = []
+    n = 0
+    while n < len(args):
+        arg = args[n]
+        if arg in {"-e", "--regexp"} and n + 1 < len(args):
+            patterns.append(args[n + 1])
+            n += 2
+            continue
+        if arg.startswith("-") and len(arg) > 1:
+            fixed |= "F" in arg or arg == "--fixed-strings"
+            fold |= "i" in arg.lstrip("-")[:1] or arg == "--ignore-case"
+            invert |= bool(re.fullmatch(r"-[a-zA-Z]*v[a-zA-Z]*", arg)) or arg == "--invert-match"
+        elif not patterns:
+            patterns.append(arg)
+        n += 1
+    if invert or any(_unknown(p) for p in patterns[:1]):
+        return True  # every process but those it names, or a pattern not on the line
+    for pattern in patterns[:1]:
+        if fixed:
+            pattern = re.escape(pattern)
+        if _finds(f"(?i){pattern}" if fold else pattern, HOOK_PROCESSES):
+            return True
+    return False
+
+
+@functools.lru_cache(maxsize=64)
+def _probe(pattern: str) -> Any:
+    """A line's own pattern compiled (apart from the rules' cache, which it must not
+    crowd out), or None when the rules' check refuses it."""
+    return None if pattern_problem(pattern) is not None else regex.compile(pattern, regex.V0)
+
+
+def _unknown(word: str) -> bool:
+    """A word whose value the line does not give (a variable, a command's output)."""
+    return bool(re.search(r"\$[\w{(]|`", word))
+
+
+def _finds(pattern: str, lines: tuple[str, ...]) -> bool:
+    """Whether the (extended regular expression) pattern is found in any of ``lines``;
+    True when it cannot be tried (it does not compile, or takes too long)."""
+    compiled = _probe(pattern)
+    if compiled is None:
+        return True
+    for line in lines:
+        found = _search(compiled, line, MATCH_TIMEOUT_SECONDS)
+        if found is None or found:
+            return True
+    return False
+
+
+# -- matching ---------------------------------------------------------------------------------
+
+
+def _names_match(glob: str, action: Action) -> bool:
+    names = action.names
+    if tool_matches(glob, names[0], client_tool=names[1] if len(names) > 1 else None):
+        return True
+    # A tool read by its input's shape (an MCP tool that runs a command) is of that kind.
+    return f"kind:{action.kind}" in {part.strip() for part in glob.split("|")}
+
+
+def _verdict(
+    rule: Rule, action: Action, deadline: float, texts: tuple[str, ...] | None = None
+) -> bool | None:
+    """Whether a rule that holds calls (ask, deny) matches ``texts`` (all the action's, by
+    default): True, False, or None when that cannot be known."""
+    if not _names_match(rule.tool, action):
         return False
     sure = True
     if rule.outside_cwd:
@@ -390,12 +815,10 @@ def _verdict(rule: Rule, action: Action, deadline: float) -> bool | None:
         sure = action.outside is True
     if not rule.pattern:
         return True if sure else None
-    if action.unsure and rule.decision == ALLOW:
-        return None  # an allow rule lets by only what it has read whole
     compiled = _compiled(rule.pattern)
     if compiled is None:
         return None
-    for text in action.texts:
+    for text in action.texts if texts is None else texts:
         left = deadline - time.thread_time()
         if left <= 0:
             return None
@@ -407,30 +830,90 @@ def _verdict(rule: Rule, action: Action, deadline: float) -> bool | None:
     return None if action.unsure else False
 
 
-def _search(compiled: Any, text: str, budget: float) -> bool | None:
-    """Whether the pattern is found in ``text``; None when matching it takes more than
-    ``budget`` seconds of this thread's CPU time.
+def _covers(rule: Rule, action: Action, covered: set[int], deadline: float) -> bool | None:
+    """Whether an allow rule lets the call by: the raw input matched whole, or the line's
+    every command matched by it or an earlier allow rule (``covered``, which this adds
+    to). False when it does not (yet); None when that cannot be known (the rule is passed
+    over)."""
+    if not _names_match(rule.tool, action):
+        return False
+    sure = True
+    if rule.outside_cwd:
+        if action.outside is False:
+            return False
+        sure = action.outside is True
+    if not rule.pattern:
+        return True if sure else None
+    if action.unsure:
+        return None  # an allow rule lets by only what it has read whole
+    compiled = _compiled(rule.pattern)
+    if compiled is None:
+        return None
+    raw = action.texts[0]
+    whole = _search(compiled, raw, _left(deadline), whole=True)
+    if whole is None:
+        return None
+    if whole:
+        return True if sure else None
+    if not action.commands:
+        # A path, a URL, a query: one text, matched as before.
+        found = _search(compiled, raw, _left(deadline))
+        if found is None:
+            return None
+        return (True if sure else None) if found else False
+    for n, command in enumerate(action.commands):
+        if n in covered or command.exempt:
+            continue
+        for text in dict.fromkeys((command.head, command.key)):
+            found = _search(compiled, text, _left(deadline))
+            if found is None:
+                return None
+            if found:
+                covered.add(n)
+                break
+    every = all(n in covered or c.exempt for n, c in enumerate(action.commands))
+    if every and covered:
+        return True if sure else None
+    return False
+
+
+def _left(deadline: float) -> float:
+    return max(0.0, min(MATCH_TIMEOUT_SECONDS, deadline - time.thread_time()))
+
+
+def _rest(action: Action, covered: set[int]) -> tuple[str, ...]:
+    """The texts a holding rule is matched against once allow rules covered some of the
+    line's commands: those of the other commands, and those of the line as a whole."""
+    if not covered:
+        return action.texts
+    mine = {t for n, c in enumerate(action.commands) if n in covered for t in (*c.texts, c.head)}
+    others = {t for n, c in enumerate(action.commands) if n not in covered for t in c.texts}
+    return tuple(t for t in action.texts[1:] if t in others or t not in mine)
+
+
+def _search(compiled: Any, text: str, budget: float, *, whole: bool = False) -> bool | None:
+    """Whether the pattern is found in ``text`` (``whole``: matches all of it); None when
+    matching it takes more than ``budget`` seconds of this thread's CPU time.
 
     The pattern library's timeout counts the wall clock, which also runs while the thread
     waits for a core or the GIL: on a loaded server an ordinary pattern would time out and
     its call be held for a person. A search that timed out having spent little CPU is tried
     again with more time, up to ``MATCH_WALL_MAX_SECONDS`` in all; one that spent half its
     budget working is a slow pattern."""
+    if budget <= 0:
+        return None
     began_cpu, began_wall = time.thread_time(), time.monotonic()
     wall = budget
+    find = compiled.fullmatch if whole else compiled.search
     while True:
         try:
-            return compiled.search(text, timeout=wall) is not None
+            return find(text.strip() if whole else text, timeout=wall) is not None
         except TimeoutError:
             spent = time.thread_time() - began_cpu
             waited = time.monotonic() - began_wall
             if spent >= budget / 2 or waited >= MATCH_WALL_MAX_SECONDS:
                 return None
             wall = min(wall * 4, MATCH_WALL_MAX_SECONDS - waited)
-
-
-def _names_match(glob: str, names: tuple[str, ...]) -> bool:
-    return tool_matches(glob, names[0], client_tool=names[1] if len(names) > 1 else None)
 
 
 def rule_matches(
@@ -442,11 +925,12 @@ def rule_matches(
     client_tool: str | None = None,
 ) -> bool:
     """Whether ``rule`` applies to the call: it matches, or it cannot be known and the
-    rule holds calls back (an ``allow`` applies only to what it surely matches)."""
+    rule holds calls back (an ``allow`` applies only to what it surely covers whole)."""
     action = read_action(tool_name, tool_input, cwd, client_tool=client_tool)
     deadline = time.thread_time() + limits.GATE_MATCH_BUDGET_SECONDS
-    verdict = _verdict(rule, action, deadline)
-    return verdict is True or (verdict is None and rule.decision != ALLOW)
+    if rule.decision == ALLOW:
+        return _covers(rule, action, set(), deadline) is True
+    return _verdict(rule, action, deadline) is not False
 
 
 def first_match(
@@ -460,23 +944,33 @@ def first_match(
     """The rule that decides this call (the first that matches), or None.
 
     A write to the supervision's own files is asked about before any rule
-    (``SUPERVISION_RULE``). A rule that cannot be known to match asks: a ``deny`` rule
-    asks instead of denying, an ``allow`` rule is passed over. Past the call's budget
+    (``SUPERVISION_RULE``), and so is a signal that could stop the hooks
+    (``TAMPERING_RULE``). An allow rule decides only a call it covers whole (the module's
+    docstring); one that covers some of a line's commands leaves the rest to the rules
+    after it. A rule that cannot be known to match asks: a ``deny`` rule asks instead of
+    denying, an ``allow`` rule is passed over. Past the call's budget
     (``limits.GATE_MATCH_BUDGET_SECONDS`` for all its rules) the call is asked about."""
     action = read_action(tool_name, tool_input, cwd, client_tool=client_tool)
     if action.supervision:
         return SUPERVISION_RULE
+    if action.tampering:
+        return TAMPERING_RULE
     # CPU time of this thread (see ``_search``): a busy machine slows every call's matching
     # alike, and must not make ordinary calls wait for a person.
     deadline = time.thread_time() + limits.GATE_MATCH_BUDGET_SECONDS
     unsure: Rule | None = None
+    covered: set[int] = set()
     for rule in rules:
         if time.thread_time() > deadline:
             return OVER_BUDGET_RULE
-        verdict = _verdict(rule, action, deadline)
-        if verdict is True and not (unsure is not None and rule.decision == ALLOW):
+        if rule.decision == ALLOW:
+            if _covers(rule, action, covered, deadline) is True and unsure is None:
+                return rule
+            continue
+        verdict = _verdict(rule, action, deadline, _rest(action, covered))
+        if verdict is True:
             return rule
-        if verdict is None and rule.decision != ALLOW and unsure is None:
+        if verdict is None and unsure is None:
             # Asked under this rule, unless a later rule surely matches and holds it.
             note = f"{rule.label()} (the call could not be wholly read: a person decides)"
             unsure = dataclasses.replace(rule, decision=ASK, note=note[:NOTE_MAX])
@@ -527,6 +1021,8 @@ def explain(rules: list[Rule], tool_name: str, tool_input: dict[str, Any], cwd: 
         return Explanation(None, None)
     if rule is SUPERVISION_RULE:
         return Explanation(None, rule, "supervision rule")
+    if rule is TAMPERING_RULE:
+        return Explanation(None, rule, "rule on stopping the supervision's hooks")
     if rule is OVER_BUDGET_RULE:
         return Explanation(None, rule, "rule on calls too long to check")
     # An unsure match is a copy of the rule (asking, with a note that says so).

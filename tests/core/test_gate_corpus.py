@@ -173,6 +173,8 @@ SUPERVISION = [
     shell("cp /dev/null .mcp.json"),
     shell("sed -i 's/hooks//' .claude/settings.json"),
     shell("mv ~/.copilot/hooks/kanban.json /tmp/"),
+    # The clients read .env into their environment (issue #42): it can move the token.
+    shell("cp .env.example .env"),
 ]
 
 DANGEROUS: list[tuple[str, dict[str, Any], str | None]] = [
@@ -262,7 +264,7 @@ EVERYDAY_SHELL = [
     "mkdir -p src/components",
     "mkdir build",
     "touch src/__init__.py",
-    "cp .env.example .env",
+    "cp config.example.yml config.yml",
     "mv old.py new.py",
     "cp -r templates/ build/templates/",
     "echo 'x = 1' > src/config.py",

@@ -13,6 +13,7 @@ from django.db.models import Q
 
 from boards.core import gates, limits
 from boards.core.errors import Conflict, InvalidInput, NotFound
+from boards.core.services import stepup
 from boards.core.services.work import Work, unit_of_work
 from boards.core.states import EventKind
 from boards.models import Board, GateRule, ToolCall
@@ -164,8 +165,9 @@ def allow_from_now(work: Work, call: ToolCall, scope: str) -> GateRule:
     allow rule for exactly this call (its tool, its whole command, path or URL), first
     among the board's rules, for the call's session or for the whole board.
 
-    Refused (Conflict) when no rule could let the call by: one the gate cannot read whole
-    or that changes the supervision's own files (asked about whatever the rules say), or
+    Refused (Conflict) when no rule could let the call by: one the gate cannot read whole,
+    that changes the supervision's own files or could stop its hooks (asked about
+    whatever the rules say), or
     one too long to spell as a rule, or one a step-up rule holds (it needs a passkey each
     time: a standing approval would walk around it, SPEC §14)."""
     # Read from the text kept whole (the input kept for people drops lists: Codex's argv).
@@ -176,9 +178,11 @@ def allow_from_now(work: Work, call: ToolCall, scope: str) -> GateRule:
     why = ""
     if action.supervision:
         why = "it changes the supervision's own files, which are always asked about"
+    elif action.tampering:
+        why = "it could stop the supervision's hooks, which is always asked about"
     elif action.unsure:
         why = "the gate cannot read all of what it runs, so it always asks"
-    elif call.step_up:
+    elif stepup.is_step_up(work.board, call=call):  # the rule's flag as it is now
         why = "a step-up rule holds it, and each approval needs a passkey"
     elif (
         len(call.summary) >= gates.PATTERN_MAX
@@ -258,8 +262,8 @@ CHANGEABLE = (
 
 def gate_rule_change(*, board: Board, actor: str, rule_id: int, **changes: Any) -> GateRule:
     """Change a rule in place (any of ``CHANGEABLE``; the rest stays), checked as a new
-    rule is; its number stays. ``step_up`` holds for the calls it holds from then on (a
-    call already held keeps what its rule said when it was held)."""
+    rule is; its number stays. ``step_up`` holds from then on, for the calls it already
+    holds too (approving one reads the rule as it is: ``stepup.is_step_up``)."""
     unknown = sorted(set(changes) - set(CHANGEABLE))
     if unknown:
         raise InvalidInput(f"{unknown[0]}: not a gate rule's field", field=unknown[0])
