@@ -6,11 +6,14 @@ door ``/api/boards/<slug>/hooks/<client>`` and prints the board's answer as it i
 
     {"type": "command", "command": "kanban-hook --client claude-code --timeout 630"}
 
-Where and with which token: ``KANBAN_HOOK_URL`` (a hook or board URL) with
-``KANBAN_TOKEN`` (and ``KANBAN_AGENT`` for a team token) when set, else the boards in
-``$XDG_CONFIG_HOME/agent-kanban/boards.json`` (``agent-kanban connect`` writes it;
-``{"version": 1, "boards": [{"url", "token", "agent"}]}``). The token goes only there:
-``--url`` (a repository's settings can say anything) only picks one of those boards.
+Where and with which token: only the boards in
+``$XDG_CONFIG_HOME/agent-kanban/boards.json`` (``agent-kanban connect`` writes it, mode
+0600; ``{"version": 1, "boards": [{"url", "token", "agent"}]}``). The token goes only
+where the person put it: a repository's settings, ``.env`` or ``--url`` can say
+anything, so ``KANBAN_HOOK_URL`` and ``--url`` only pick one of those boards (matched by
+origin, path and slug; the first when neither is given), and a ``KANBAN_TOKEN`` other
+than that board's own is refused as no verdict, never sent. ``KANBAN_AGENT`` names the
+agent of a team token.
 
 Fail closed (SPEC §11): a tool call (``PreToolUse``; Gemini's ``BeforeTool``; Claude's
 ``PreSkillShellCommand``) runs only on the board's own verdict. The board signs its answer
@@ -28,11 +31,13 @@ be longer, since a hook it kills gives no verdict and the call runs.
 At little cost (SPEC §11): the client pays for every run, so this module imports only
 modules built into the interpreter (raw HTTP/1.1 on a socket; ``ssl`` only for https)
 and needs neither ``site`` nor the package around it. ``agent-kanban connect`` writes
-it in its fast form, this file's directory as the first argument, imported as a module
-of its own from its cached bytecode (``boards.clients.setup.forwarder``)::
+it in its fast form: a copy of this file in the config folder beside boards.json (out of
+the agent's project, where a line of the agent's could replace it), that folder as the
+first argument, imported as a module of its own from its cached bytecode
+(``boards.clients.setup.forwarder``)::
 
     /usr/bin/python3 -I -S -c 'import sys;sys.path.append(sys.argv.pop(1));import
-    forwarder;sys.exit(forwarder.main())' /…/boards/clients --client claude-code …
+    forwarder;sys.exit(forwarder.main())' ~/.config/agent-kanban --client claude-code …
 
 No Django, no board code.
 """
@@ -70,12 +75,14 @@ Forward a coding client's hook call (JSON on stdin) to an Agent Kanban board and
 its answer. A tool call is blocked while the board gives no verdict of its own.
 
   --client NAME        claude-code (default), codex, copilot, gemini, qwen, opencode
-  --url URL            which configured board (a board or hook URL); never a new one
+  --url URL            which board of boards.json (a board or hook URL); never a new one
   --timeout S          total seconds for the board's answer (default 600)
   --connect-timeout S  seconds for a connection (default 5)
 
-The board and token: KANBAN_HOOK_URL + KANBAN_TOKEN (+ KANBAN_AGENT), else
-$XDG_CONFIG_HOME/agent-kanban/boards.json (written by `agent-kanban connect`).
+The board and token: only $XDG_CONFIG_HOME/agent-kanban/boards.json (written by
+`agent-kanban connect`). KANBAN_HOOK_URL, like --url, picks one of its boards; a
+KANBAN_TOKEN other than that board's blocks the call. KANBAN_AGENT names a team
+token's agent.
 """
 
 
@@ -181,8 +188,7 @@ class _Run:
             raise NoVerdict(unreadable, unasked=True)
         if not board.token:
             raise NoVerdict(
-                "no token for this board: set KANBAN_TOKEN with KANBAN_HOOK_URL, "
-                "or run `agent-kanban connect`",
+                "no token for this board in boards.json: run `agent-kanban connect`",
                 unasked=True,
             )
         status, headers, body = _post(board, client, raw, deadline, options)
@@ -313,38 +319,49 @@ def _event_names(raw: bytes) -> list[str]:
 
 
 def _board(url: str, run: _Run) -> tuple[Board, str]:
-    """The configured board to ask (the one ``url`` names, else the first), and the client
-    ``url`` names ("" when none)."""
+    """The configured board to ask, and the client ``url`` names ("" when none).
+
+    Only a board listed in boards.json gets a token: a repository's settings or ``.env``
+    can set any environment and any ``--url``, so ``KANBAN_HOOK_URL`` and ``--url`` only
+    pick one of the listed boards (the first when neither is given), and a
+    ``KANBAN_TOKEN`` other than the listed board's is refused, never sent."""
     env = posix.environ
-    override = env.get(b"KANBAN_HOOK_URL", b"").decode(errors="replace")
-    agent = env.get(b"KANBAN_AGENT")
-    if override:
-        run.where = override
+    chosen = env.get(b"KANBAN_HOOK_URL", b"").decode(errors="replace")
+    boards = _configured_boards(run)
+    url_client = ""
+    for name, wanted_url in (("KANBAN_HOOK_URL", chosen), ("--url", url)):
+        if not wanted_url:
+            continue
+        run.where = wanted_url
         try:
-            boards = [Board(override, env.get(b"KANBAN_TOKEN", b"").decode(errors="replace"))]
+            wanted = Board(wanted_url)
+            if name == "--url":  # the door's client, as a hook URL on the command line names it
+                url_client = parse_url(wanted_url)[5]
         except NoVerdict as error:
-            raise NoVerdict(f"KANBAN_HOOK_URL: {error.why}", unasked=True) from None
-    else:
-        boards = _configured_boards(run)
-    if agent is not None:
-        for board in boards:
-            board.agent = agent.decode(errors="replace")
-    if not url:
-        return boards[0], ""
-    run.where = url
-    try:
-        wanted = Board(url)
-        url_client = parse_url(url)[5]
-    except NoVerdict as error:
-        raise NoVerdict(f"--url: {error.why}", unasked=True) from None
-    for board in boards:
-        if board.same(wanted):
-            return board, url_client
-    raise NoVerdict(
-        "--url is not a configured board, so the token is not sent there: run "
-        "`agent-kanban connect --url` for it, or set KANBAN_HOOK_URL",
-        unasked=True,
-    )
+            raise NoVerdict(f"{name}: {error.why}", unasked=True) from None
+        boards = [board for board in boards if board.same(wanted)]
+        if not boards:
+            raise NoVerdict(
+                f"{name} is not a configured board, so the token is not sent there "
+                f"({config_path()} does not list it"
+                + (", or not the one KANBAN_HOOK_URL names" if name == "--url" and chosen else "")
+                + "): run `agent-kanban connect --url` for it",
+                unasked=True,
+            )
+    board = boards[0]
+    given = env.get(b"KANBAN_TOKEN", b"")  # an empty one replaces nothing
+    if given and given.decode(errors="replace") != board.token:
+        run.where = board.door(run.client)
+        raise NoVerdict(
+            f"KANBAN_TOKEN is set and is not the token {config_path()} holds for this "
+            "board; the environment cannot replace it: unset KANBAN_TOKEN, or run "
+            "`agent-kanban connect` with it",
+            unasked=True,
+        )
+    agent = env.get(b"KANBAN_AGENT")
+    if agent is not None:  # a team token's agent name: a label, not where the token goes
+        board.agent = agent.decode(errors="replace")
+    return board, url_client
 
 
 def config_path() -> str:
@@ -364,8 +381,7 @@ def _configured_boards(run: _Run) -> list[Board]:
             data = file.read(MAX_CONFIG + 1)
     except FileNotFoundError:
         raise NoVerdict(
-            f"none is configured: run `agent-kanban connect`, or set KANBAN_HOOK_URL and "
-            f"KANBAN_TOKEN ({path} does not exist)",
+            f"none is configured: run `agent-kanban connect` ({path} does not exist)",
             unasked=True,
         ) from None
     except OSError as error:

@@ -40,6 +40,9 @@ class Client:
     holds_at_most: int | None  # seconds a hook may hold a call before the client goes on
     cannot: tuple[str, ...]
     adapter: ModuleType
+    # A gated hook killed by a signal (a model's ``pkill -f`` loop):
+    # what the client then does with the call (docs/clients.md, "killed hook").
+    killed_hook: str = "runs the call: it has no setting that makes a failed hook block"
 
     def longest_hold(self) -> int | None:
         """Seconds the board may hold one of this client's calls: its cap, less a margin
@@ -60,6 +63,8 @@ CLIENTS: tuple[Client, ...] = (
         None,
         (),
         claude_code,
+        'blocks the call: connect writes "onFailure": "block" on its gated hooks '
+        "(ignored on TaskCompleted: a killed completion check lets the completion through)",
     ),
     Client(
         "codex",
@@ -91,6 +96,8 @@ CLIENTS: tuple[Client, ...] = (
             "sends no call id: its calls are matched by tool and input",
         ),
         copilot,
+        "blocks the call: a hook that dies by a signal is an error, which it reads as a deny "
+        "(a hook past its timeoutSec still runs the call)",
     ),
     Client(
         "gemini",
@@ -130,6 +137,7 @@ CLIENTS: tuple[Client, ...] = (
         None,
         ("has no hook commands: a plugin file forwards its calls",),
         opencode,
+        "blocks the call: the plugin runs inside opencode, with no process to kill",
     ),
 )
 BY_NAME: dict[str, Client] = {client.name: client for client in CLIENTS}

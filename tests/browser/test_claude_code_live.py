@@ -136,11 +136,13 @@ def copied_settings(page: Page, live_board: ClaudeBoard) -> dict[str, Any]:
     finally:
         connect.close()
     settings = json.loads(raw)
-    hook_url = f"{live_board.server.base}/api/boards/{live_board.slug}/hooks/claude-code"
     gate = settings["hooks"]["PreToolUse"][0]["hooks"][0]
     assert gate["type"] == "command"
-    assert gate["command"].startswith(f"kanban-hook --url {hook_url} --timeout "), gate
-    assert settings["hooks"]["SessionEnd"][0]["hooks"][0]["url"] == hook_url
+    assert gate["command"].startswith("kanban-hook --client claude-code --timeout "), gate
+    assert gate["onFailure"] == "block", gate  # a killed hook blocks the call (#42)
+    # The block carries no board and no token: they go to boards.json, as the page says,
+    # which ``run_claude`` writes from the URL named here and the run's token.
+    settings.setdefault("env", {})["KANBAN_HOOK_URL"] = live_board.url
     return settings
 
 

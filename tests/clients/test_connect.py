@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from boards.clients import registry, setup
+from boards.clients import forwarder, registry, setup
 from boards.core import services
 from boards.models import AgentToken, ClientSession, GateRule
 from tests.support.factories import make_board, make_token
@@ -28,7 +28,6 @@ URL = "http://127.0.0.1:8000/boards/team/"
 TOKEN = "ak_test_token_123456"
 # The fast form's start: this interpreter by its absolute path, isolated, without site.
 FAST = shlex.join([sys.executable, "-I", "-S", "-c"])
-CLIENTS_DIR = str(Path(setup.__file__).resolve().parent)
 
 
 @pytest.fixture
@@ -64,9 +63,15 @@ def test_each_client_gets_its_hooks_where_it_reads_them(home):
     assert pre["matcher"] == "*"
     gate = pre["hooks"][0]["command"]
     assert gate.startswith(FAST) and "import forwarder;" in gate, gate
-    assert f" {CLIENTS_DIR} --client claude-code --timeout 3630 || " in gate, gate
+    # The forwarder is imported from its copy beside boards.json, out of the project.
+    config = home / ".config/agent-kanban"
+    assert f" {config} --client claude-code --timeout 3630 || " in gate, gate
+    assert (config / "forwarder.py").read_text() == Path(forwarder.__file__).read_text()
+    assert list((config / "__pycache__").glob("forwarder.*.pyc"))  # compiled: the fast form
+    assert pre["hooks"][0]["onFailure"] == "block"  # a killed hook blocks the call
     [start] = claude["hooks"]["SessionStart"][0]["hooks"]
-    assert start["command"].endswith(f" {CLIENTS_DIR} --client claude-code --timeout 10")
+    assert start["command"].endswith(f" {config} --client claude-code --timeout 10")
+    assert "onFailure" not in start
     [skill] = claude["hooks"]["PreSkillShellCommand"][0]["hooks"]  # held like a tool call
     assert "--timeout 3630 || " in skill["command"] and skill["timeout"] == 3660
     assert all(setup.ours(c) for c in commands(claude))
@@ -227,8 +232,9 @@ def test_a_rerun_replaces_the_console_script_entries_and_remove_takes_out_either
 
     data = json.loads(settings.read_text())
     assert not any("kanban-hook --client" in c for c in commands(data))  # the old ones gone
+    hook = setup.forwarder(sys.executable, home / ".config/agent-kanban")
     assert [e["hooks"][0]["command"] for e in data["hooks"]["PreToolUse"]] == [
-        setup.command(setup.forwarder(), "claude-code", 3630, gated=True)
+        setup.command(hook, "claude-code", 3630, gated=True)
     ]
     assert data["hooks"]["Stop"][0] == mine and len(data["hooks"]["Stop"]) == 2
 

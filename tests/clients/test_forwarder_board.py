@@ -21,6 +21,10 @@ from tests.support.factories import make_board, make_token
 
 
 def forward(event: dict, url: str, token: str, tmp_path: Path) -> subprocess.CompletedProcess:
+    """The forwarder with ``url`` and ``token`` in boards.json (the environment picks it)."""
+    config = tmp_path / "agent-kanban" / "boards.json"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(json.dumps({"version": 1, "boards": [{"url": url, "token": token}]}))
     base = {k: v for k, v in os.environ.items() if not k.startswith("KANBAN_")}
     return subprocess.run(
         [sys.executable, "-m", "boards.clients.forwarder", "--timeout", "20"],
@@ -32,7 +36,6 @@ def forward(event: dict, url: str, token: str, tmp_path: Path) -> subprocess.Com
             "PYTHONPATH": str(ROOT),
             "XDG_CONFIG_HOME": str(tmp_path),
             "KANBAN_HOOK_URL": url,
-            "KANBAN_TOKEN": token,
         },
         timeout=60,
         check=False,

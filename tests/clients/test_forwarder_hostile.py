@@ -196,7 +196,7 @@ class Case:
     stdin: bytes | None = None  # instead of the case's event
     args: tuple[str, ...] = ()
     env: dict[str, str] | None = None  # instead of KANBAN_HOOK_URL + KANBAN_TOKEN ("URL": its)
-    config: str | None = None  # boards.json's text
+    config: str | None = None  # boards.json's text ("URL": its), else the board and TOKEN
     slow: bool = False  # waits for a timeout: fewer clients
 
     def __str__(self) -> str:
@@ -319,7 +319,23 @@ CASES = [
         "is not a configured board",
         args=("--url", "http://127.0.0.1:1/boards/other/"),
     ),
-    Case("missing token", "no token for this board", env={"KANBAN_HOOK_URL": "URL"}),
+    Case(
+        "missing token",
+        "no token for this board",
+        env={"KANBAN_HOOK_URL": "URL"},
+        config='{"version": 1, "boards": [{"url": "URL", "token": "", "agent": ""}]}',
+    ),
+    Case(
+        "environment names another board",
+        "KANBAN_HOOK_URL is not a configured board, so the token is not sent there",
+        env={"KANBAN_HOOK_URL": "http://127.0.0.1:1/api/boards/other/hooks/claude-code"},
+        config='{"version": 1, "boards": [{"url": "URL", "token": "tok", "agent": ""}]}',
+    ),
+    Case(
+        "environment replaces the token",
+        "KANBAN_TOKEN is set and is not the token",
+        env={"KANBAN_HOOK_URL": "URL", "KANBAN_TOKEN": "the-repository-s-own"},
+    ),
     Case(
         "token only, no KANBAN_HOOK_URL",
         "none is configured",
@@ -360,10 +376,14 @@ def setup(config) -> Iterator[Callable[[Case, str, bool], Run]]:
         env = {"KANBAN_HOOK_URL": url, "KANBAN_TOKEN": TOKEN}
         if case.env is not None:
             env = {k: url if v == "URL" else v for k, v in case.env.items()}
-        if case.config is not None:
+        text = case.config
+        if text is None and (case.env is None or case.env.get("KANBAN_HOOK_URL") == "URL"):
+            # The board the environment picks, listed with the token as connect lists it.
+            text = json.dumps({"version": 1, "boards": [{"url": url, "token": TOKEN, "agent": ""}]})
+        if text is not None:
             path = config / "agent-kanban" / "boards.json"
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(case.config)
+            path.write_text(text.replace('"URL"', json.dumps(url)))
         name = GATED.get(client, "PreToolUse") if gated else "PostToolUse"
         stdin = event(name) if case.stdin is None else case.stdin
         if stdin == b"nested":

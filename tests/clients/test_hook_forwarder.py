@@ -92,7 +92,9 @@ def hook(
 
 
 def at(url: str, **more: str) -> dict[str, str]:
-    """The environment that configures the board at ``url`` with the test's token."""
+    """The board at ``url`` with the test's token in boards.json (the only place a board
+    comes from), and the environment that picks it (the same token: refused otherwise)."""
+    write_config(Path(os.environ["XDG_CONFIG_HOME"]), {"url": url, "token": TOKEN, "agent": ""})
     return {"KANBAN_HOOK_URL": url, "KANBAN_TOKEN": TOKEN, **more}
 
 
@@ -281,7 +283,7 @@ def test_help_says_how_to_configure_it():
     result = hook(b"", "--help")
 
     assert result.returncode == 0
-    assert "KANBAN_HOOK_URL" in result.stdout
+    assert "boards.json" in result.stdout and "KANBAN_HOOK_URL" in result.stdout
 
 
 def test_the_forwarder_imports_nothing_outside_the_standard_library():
@@ -312,6 +314,7 @@ def test_a_crash_inside_blocks_a_tool_call_and_nothing_else(crash, monkeypatch, 
     monkeypatch.setattr(forwarder, "_post", broken)
     monkeypatch.setenv("KANBAN_HOOK_URL", "http://127.0.0.1:9/api/boards/ops/hooks/claude-code")
     monkeypatch.setenv("KANBAN_TOKEN", TOKEN)
+    at("http://127.0.0.1:9/api/boards/ops/hooks/claude-code")
     results = []
     for event in (PRE_TOOL_USE, POST_TOOL_USE):
         stdin = io.TextIOWrapper(io.BytesIO(json.dumps(event).encode()))

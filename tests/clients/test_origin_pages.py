@@ -3,13 +3,14 @@ say it ("codex on build-box · rm -rf dist"), from what the door and forwarder t
 
 from __future__ import annotations
 
+import html
 import json
 import re
 
 import pytest
 from django.test import Client
 
-from boards.clients import sessions
+from boards.clients import sessions, setup
 from boards.core import services
 from boards.models import Board
 from tests.support.factories import make_board, make_task, make_token
@@ -77,6 +78,33 @@ def test_the_connect_page_says_what_connect_writes_and_each_clients_limits(board
     assert "/hooks" in page and "/etc/codex/hooks.json" in page  # Codex's trust step
     assert "ends with its rule's fallback 55 s after it" in page  # Qwen's cap
     assert "opencode/plugin/agent-kanban.js" in page
+
+
+def test_the_connect_page_leads_with_connect_and_its_by_hand_block_carries_no_token(
+    board, person_client
+):
+    # Issue #42: a project's .claude/settings.json with the token in its "env" sent the
+    # token wherever the repository said; the page now says user scope, boards.json only.
+    response = person_client.post("/boards/team/connect/", {"agent": "coder-1"}, follow=True)
+    page = response.content.decode()
+    token = re.search(r"data-new-token>(ak_[^<]+)<", page).group(1)
+    assert page.index('data-snippet="connect"') < page.index('data-snippet="claude-settings"')
+    block = html.unescape(re.search(r'id="claude-settings">(.*?)</code>', page, re.S).group(1))
+    settings = json.loads(block)
+    assert token not in block and "KANBAN_TOKEN" not in block and "KANBAN_HOOK_URL" not in block
+    assert settings["env"] == {"CLAUDE_CODE_ENABLE_TODO_TOOLS": "1"}
+    assert settings["hooks"] == setup.by_hand_settings("claude-code")["hooks"]  # connect's own
+    [gate] = settings["hooks"]["PreToolUse"][0]["hooks"]
+    assert gate["onFailure"] == "block" and gate["command"].startswith("kanban-hook --client")
+    boards = html.unescape(re.search(r'data-snippet="boards-json">(.*?)</code>', page, re.S)[1])
+    assert json.loads(boards)["boards"][0]["token"] == token
+    text = _text(page)
+    assert "~/.claude/settings.json (your user settings, never a project's)" in text
+    assert "Put this in the project's" not in text
+    assert "disableAllHooks" in text and "connect --system" in text
+    killed = dict(re.findall(r'data-client="([-\w]+)".*?<td data-killed-hook>([^<]*)<', page, re.S))
+    assert killed["claude-code"].startswith("blocks the call")
+    assert killed["codex"].startswith("runs the call")
 
 
 def test_the_rules_page_says_which_clients_a_rule_covers(board, person_client):

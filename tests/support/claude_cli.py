@@ -138,6 +138,16 @@ def run_claude(
     project, home = workdir / "project", workdir / "home"
     project.mkdir(parents=True, exist_ok=True)
     home.mkdir(parents=True, exist_ok=True)
+    # The forwarder takes a board only from boards.json (issue #42): the board the
+    # settings' KANBAN_HOOK_URL names goes there with the run's KANBAN_TOKEN, as connect
+    # would write it; the environment then only picks it.
+    hook_url = ((settings or {}).get("env") or {}).get("KANBAN_HOOK_URL")
+    token = (env or {}).get("KANBAN_TOKEN")
+    if hook_url and token:
+        config = home / ".config" / "agent-kanban" / "boards.json"
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text(json.dumps({"version": 1, "boards": [{"url": hook_url, "token": token}]}))
+        config.chmod(0o600)
     args = [
         str(binary),
         "-p",

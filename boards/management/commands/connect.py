@@ -16,9 +16,10 @@ from boards.models import Board
 
 class Command(BaseCommand):
     help = (
-        "Write each installed coding client's user hooks (the forwarder, kanban-hook, run "
-        "by this Python with -I -S, --client NAME) and the board's URL and token to "
-        "~/.config/agent-kanban/boards.json; --remove takes them out again."
+        "Write each installed coding client's user hooks (the forwarder, copied to "
+        "~/.config/agent-kanban/ and run by this Python with -I -S, --client NAME) and the "
+        "board's URL and token to ~/.config/agent-kanban/boards.json; --remove takes them "
+        "out again."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -41,7 +42,16 @@ class Command(BaseCommand):
         parser.add_argument(
             "--system",
             action="store_true",
-            help="Codex: write the managed /etc/codex/hooks.json (trusted with no step)",
+            help="write each client's managed (system) settings, as root: Claude Code "
+            "/etc/claude-code/managed-settings.json, Codex /etc/codex/hooks.json, Gemini "
+            "/etc/gemini-cli/settings.json, Qwen /etc/qwen-code/settings.json (a project's "
+            "own settings cannot switch those off); the forwarder goes to /etc/agent-kanban",
+        )
+        parser.add_argument(
+            "--python",
+            default="",
+            help="the interpreter the hooks run (default: this one, or the one its venv links "
+            "to); refused inside a project an agent works in",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -58,31 +68,51 @@ class Command(BaseCommand):
                 + ", ".join(setup.BINARIES.values())
                 + "): name one with --client"
             )
+        skipped = []
+        if options["system"] and not options["client"]:
+            # Found on PATH but with no managed scope: set up without --system.
+            skipped = [name for name in clients if name not in setup.SYSTEM_SETTINGS]
+            clients = [name for name in clients if name in setup.SYSTEM_SETTINGS]
         remove, dry = options["remove"], options["dry_run"]
         token = options["token"] or env.get("KANBAN_TOKEN", "")
         if not token and not remove:
             token = self._issue(board, dry)
-        hook = setup.forwarder()
+        system = options["system"]
         try:
-            changes = [
-                setup.client_change(name, home, hook=hook, remove=remove, system=options["system"])
+            python, note = setup.python_for_hooks(options["python"] or None, Path.cwd(), home.home)
+            hook = setup.forwarder(python, home.forwarder_dir(system))
+            # The forwarder first: the hooks written after it import it.
+            changes = [] if remove else [setup.forwarder_change(home, python=python, system=system)]
+            changes += [
+                setup.client_change(name, home, hook=hook, remove=remove, system=system)
                 for name in dict.fromkeys(clients)
             ]
             changes.append(setup.boards_change(home, board, token, options["agent"], remove=remove))
         except setup.SetupError as exc:
             raise CommandError(str(exc)) from exc
+        if note and not remove:
+            self.stdout.write(note)
+        for name in skipped:
+            self.stdout.write(
+                f"{registry.BY_NAME[name].display}: no managed settings; run connect for it "
+                "without --system"
+            )
         for change in changes:
             label = registry.BY_NAME[change.client].display if change.client else "the board"
+            if change.compile_with:
+                label = "the forwarder"
             if dry:
                 verb = "would remove" if change.text is None else "would write"
                 self.stdout.write(f"# {label}: {verb} {change.path}")
-                if change.text is not None:
+                if change.text is not None and not change.compile_with:
                     self.stdout.write(_shown(change.text, token))
                 continue
             try:
                 setup.apply(change)
             except OSError as exc:
                 raise CommandError(f"Cannot write {change.path}: {exc.strerror}") from exc
+            except setup.SetupError as exc:
+                raise CommandError(str(exc)) from exc
             problem = setup.check(change)
             if problem:
                 raise CommandError(problem)

@@ -19,7 +19,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
 from boards.agents import pipeline
-from boards.clients import claude_code, registry
+from boards.clients import registry, setup
 from boards.core import metrics, numbers, selectors, services
 from boards.core.activity import SIGNALS
 from boards.core.services import gaterules
@@ -104,7 +104,6 @@ def connect_agent(request: HtmxHttpRequest, board: Board, role: Role) -> HttpRes
     ):
         return redirect("connect", slug=board.slug)
     issued = take_shown(request, "connect", board)
-    hook_url = request.build_absolute_uri(f"/api/boards/{board.slug}/hooks/claude-code")
     longest_wait = max(
         [r.wait_seconds for r in GateRule.objects.filter(board=board, decision="ask")] or [0]
     )
@@ -117,19 +116,20 @@ def connect_agent(request: HtmxHttpRequest, board: Board, role: Role) -> HttpRes
         "api_url": request.build_absolute_uri(f"/api/boards/{board.slug}/tools/"),
         "tools_url": request.build_absolute_uri(f"/api/boards/{board.slug}/tools"),
         "tools": pipeline.listed(),
-        "hook_url": hook_url,
+        # What connect writes, by hand: user scope, no token (the forwarder reads boards.json).
         "claude_settings": json.dumps(
-            claude_code.claude_settings(hook_url, longest_wait), indent=2, ensure_ascii=False
+            {
+                "env": {"CLAUDE_CODE_ENABLE_TODO_TOOLS": "1"},
+                **setup.by_hand_settings("claude-code"),
+            },
+            indent=2,
+            ensure_ascii=False,
         ),
         "longest_wait": longest_wait,
         "refusals": selectors.recent_refusals(board),
         "kept": selectors.REFUSALS_KEPT,
         "board_url": request.build_absolute_uri(f"/boards/{board.slug}/"),
-        "clients": [
-            {"row": row, "writes": CONNECT_WRITES[row.name]}
-            for row in registry.CLIENTS
-            if row.name != "claude-code"
-        ],
+        "clients": [{"row": row, "writes": CONNECT_WRITES[row.name]} for row in registry.CLIENTS],
     }
     return render(request, "boards/connect.html", context, status=_status(form))
 
@@ -139,12 +139,14 @@ def connect_agent(request: HtmxHttpRequest, board: Board, role: Role) -> HttpRes
 
 # Where ``connect`` puts each client's hooks (``boards.clients.setup``), as people read it.
 CONNECT_WRITES = {
-    "claude-code": "~/.claude/settings.json (its hooks, merged)",
+    "claude-code": "~/.claude/settings.json (its hooks, merged), or "
+    "/etc/claude-code/managed-settings.json with --system",
     "codex": "$CODEX_HOME/hooks.json (~/.codex/hooks.json), or /etc/codex/hooks.json with --system",
     "copilot": "$COPILOT_HOME/hooks/agent-kanban.json (~/.copilot/hooks/), PascalCase event names",
     "gemini": "~/.gemini/settings.json (user hooks, merged; project hooks do not run in "
-    "an untrusted folder)",
-    "qwen": "~/.qwen/settings.json (its hooks, merged)",
+    "an untrusted folder), or /etc/gemini-cli/settings.json with --system",
+    "qwen": "~/.qwen/settings.json (its hooks, merged), or /etc/qwen-code/settings.json "
+    "with --system",
     "opencode": "~/.config/opencode/plugin/agent-kanban.js (a plugin: opencode has no hook "
     "commands)",
 }
