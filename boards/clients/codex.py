@@ -4,6 +4,8 @@ sending Claude Code's input (the shell tool as ``Bash`` with ``tool_input.comman
 
 from __future__ import annotations
 
+import os
+import shlex
 from typing import Any
 
 from boards.clients import actions
@@ -25,11 +27,26 @@ def normalise(body: dict[str, Any]) -> dict[str, Any]:
     return event
 
 
+# Shells whose ``-c`` takes the next word as the script (``bash -e -c "…"``).
+SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox"})
+
+
 def _argv_text(argv: list[Any]) -> str:
+    """The command line an argv runs, as the shell reads it: a shell's ``-c`` script
+    (``-c`` alone or among combined short flags, ``-ec``, ``-lc``), else the argv quoted
+    word by word, so ``["rm", "-rf", "a b"]`` is not read as three paths."""
     words = [str(word) for word in argv]
-    if len(words) >= 3 and words[1] in ("-c", "-lc"):
-        return words[2]
-    return " ".join(words)
+    if words and os.path.basename(words[0]) in SHELLS:
+        at = 1
+        while at < len(words) - 1:
+            word = words[at]
+            if word in ("-", "+", "--") or not word.startswith(("-", "+")):
+                break  # the options end: what follows is a script file and its arguments
+            if not word.startswith("--") and "c" in word[1:]:
+                return words[at + 1]
+            # ``-o pipefail`` / ``-O extglob``: the next word is the option's value.
+            at += 2 if word[1:] in ("o", "O") else 1
+    return shlex.join(words)
 
 
 answer = actions.claude_answer

@@ -12,8 +12,6 @@ import asyncio
 import hashlib
 import hmac
 import logging
-import threading
-from collections import Counter
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -39,9 +37,6 @@ logger = logging.getLogger(__name__)
 MESSAGE_EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse")
 # How often a held call re-reads its row while it waits (a decision's push may be lost).
 HOLD_RECHECK_SECONDS = 5.0
-# Held calls per token in this process: each holds a request open.
-_holding: Counter[int | None] = Counter()
-_slots = threading.Lock()
 
 
 def _without_nul(value: Any) -> Any:
@@ -89,7 +84,11 @@ def _hook_receive(
         else ""
     )
     default = f"{prefix}-{short}" if short else ""
-    caller = auth.caller_from_request(request.headers, slug, default_agent=default)
+    # A suspended token is heard still: its calls are denied in the client's own answer
+    # (a 403 would read as "no verdict"), and any call that runs anyway is learnt of.
+    caller = auth.caller_from_request(
+        request.headers, slug, default_agent=default, suspended_ok=True
+    )
     if problem is not None:
         raise problem
     if not isinstance(body, dict):
@@ -105,31 +104,8 @@ def _hook_receive(
     version = _label(
         request.headers.get(VERSION_HEADER) or body.get("client_version") or body.get("version")
     )
-    # A held call takes one of its token's slots before anything is recorded: over the
-    # cap, the call is denied outright and never sits on the board as an approval.
-    reserved = _reserve(caller.token_id)
-    try:
-        verdict = _record(request, caller, event, client, version, may_hold=reserved)
-    except BaseException:
-        if reserved:
-            _release(caller.token_id)
-        raise
-    if reserved and verdict.held is None:
-        _release(caller.token_id)
+    verdict = _record(request, caller, event, client, version)
     return caller, event, verdict
-
-
-def _reserve(token_id: int | None) -> bool:
-    with _slots:
-        if _holding[token_id] >= settings.KANBAN_WATCHES_PER_TOKEN:
-            return False
-        _holding[token_id] += 1
-        return True
-
-
-def _release(token_id: int | None) -> None:
-    with _slots:
-        _holding[token_id] -= 1
 
 
 def _record(
@@ -138,8 +114,6 @@ def _record(
     event: dict,
     client: registry.Client,
     version: str,
-    *,
-    may_hold: bool,
 ) -> sessions.Verdict:
     with services.acting_with(services.Grant(caller.token_id, caller.orchestrator)):
         verdict = sessions.session_event(
@@ -150,7 +124,8 @@ def _record(
             client_version=version,
             host=_label(request.headers.get(HOST_HEADER)),
             longest_hold=client.longest_hold(),
-            may_hold=may_hold,
+            token_id=caller.token_id,
+            suspended=_suspension(caller),
         )
         plan_verdict = _plan(request, caller, client, event)
         if plan_verdict is not None:
@@ -162,6 +137,14 @@ def _record(
                     f"Message from {m.sender} on the board: {m.body}" for m in unread
                 )
     return verdict
+
+
+def _suspension(caller: auth.Caller) -> str:
+    """Why the caller's token is suspended ("" when it is not)."""
+    token = caller.token
+    if token is None or token.suspended_at is None:
+        return ""
+    return token.suspended_reason or "a call ran without the board's verdict"
 
 
 def _plan(
@@ -180,6 +163,8 @@ def _plan(
     if event["hook_event_name"] != "TaskCompleted":
         services.plan_apply(**place, plan=plan, steps=steps)
         return None
+    if _suspension(caller):  # a suspended session finishes nothing until a person clears it
+        return sessions.Verdict("deny", sessions.suspended_reason(_suspension(caller)))
     reason = services.plan_complete(**place, plan=plan, step=steps[0])
     return sessions.Verdict("deny", reason) if reason else None
 
@@ -281,8 +266,5 @@ async def client_hook(request: HttpRequest, slug: str, client: str) -> JsonRespo
         return refused(busy, request)
     decision, reason = verdict.decision, verdict.reason
     if verdict.held is not None:
-        try:  # its slot was taken when it was recorded (_hook_receive)
-            decision, reason = await _hold(caller, verdict.held)
-        finally:
-            _release(caller.token_id)
+        decision, reason = await _hold(caller, verdict.held)
     return _proved(_respond(row, event, decision, reason), request)

@@ -46,7 +46,8 @@ def normalise(body: dict[str, Any]) -> dict[str, Any]:
     event = actions.normalised(body, events=AS_CLAUDE, tools=TOOLS)
     response = body.get("tool_response")
     failed = isinstance(response, dict) and response.get("error")
-    if event["hook_event_name"] == "PostToolUse" and failed:
+    # ``get``: an event with no name is refused by the door's check, not here (a 500).
+    if event.get("hook_event_name") == "PostToolUse" and failed:
         event["hook_event_name"] = "PostToolUseFailure"
     return event
 

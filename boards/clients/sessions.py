@@ -11,6 +11,11 @@ A ``PreToolUse`` is matched against the board's gate rules (``boards.core.gates`
 an ``ask`` becomes a held ``ToolCall`` (an event, pushed), which a person
 decides (``tool_call_decide``) or which ends with its rule's fallback at its
 deadline (``tool_call_expire``). The door holds the client's request meanwhile.
+
+A call's end (``PostToolUse``) that reports a call the board had not allowed (denied,
+still held, or never asked in a session whose calls reach the gate) means its hook was
+stopped: the call is recorded as run (``CallState.RAN``), waits for a person
+(``Reason.TAMPERING``) and suspends its token until they clear it (``tool_call_clear``).
 """
 
 from __future__ import annotations
@@ -30,11 +35,19 @@ from django.utils import timezone
 from boards.core import events, gates, limits
 from boards.core.errors import Conflict, InvalidInput, NotFound
 from boards.core.rules import REPEATS_NO_PROGRESS, client_gone
-from boards.core.services import gaterules, stepup
+from boards.core.services import agents, gaterules, stepup
 from boards.core.services.gaterules import rules_of_board
 from boards.core.services.work import Work, shown, text, unit_of_work
 from boards.core.states import EventKind
-from boards.models import Board, CallState, ClientSession, Reason, SessionState, ToolCall
+from boards.models import (
+    Board,
+    CallState,
+    ClientSession,
+    GateRule,
+    Reason,
+    SessionState,
+    ToolCall,
+)
 
 SUMMARY_MAX = 2_000
 NOTE_MAX = limits.NOTE_MAX
@@ -59,9 +72,19 @@ def _calls_kept() -> int:
 
 
 def _note_call(session: ClientSession, entry: dict[str, Any]) -> None:
+    """Keep ``entry`` among the session's last calls. Ended calls make room first: an
+    open call's end must find it (an end the board cannot place reads as a call it never
+    saw asked, ``_ran_ungated``), so it is dropped only beyond ``OPEN_KEPT`` open ones."""
     calls = [c for c in session.calls if c.get("id") != entry["id"] or not entry["id"]]
     calls.append(entry)
-    session.calls = calls[-_calls_kept() :]
+    keep = _calls_kept()
+    while len(calls) > keep:
+        ended = next((c for c in calls if c.get("outcome") not in OPEN), None)
+        if ended is None:
+            calls = calls[-max(keep, OPEN_KEPT) :]
+            break
+        calls.remove(ended)
+    session.calls = calls
 
 
 # Clients that send no call id (Gemini CLI, Copilot CLI): a call is named by the board
@@ -70,6 +93,10 @@ KEY_KEPT = 16
 OPEN = frozenset({"running", "waiting", "approved"})
 # Open calls no person holds: the client may still refuse them itself.
 OPEN_UNHELD = frozenset({"running", "approved"})
+# Open calls a session keeps past its last few (``_note_call``).
+OPEN_KEPT = 100
+# A call its client ran though the board had not allowed it (``_ran_ungated``).
+RAN_UNGATED = "ran_ungated"
 SKILL_SHELL = "PreSkillShellCommand"
 SUBAGENTS_DOING = "Subagents working: "
 SUBAGENTS_KEPT = 50
@@ -92,13 +119,112 @@ def _call_id(event: dict[str, Any], key: str) -> str:
     return given or f"board-{key[:8]}-{uuid.uuid4().hex[:8]}"
 
 
-def _open_call(session: ClientSession, key: str) -> str:
-    """The id of the session's oldest open call with this name and input ("" if none): a
-    client without call ids ends its calls in the order it made them."""
-    for call in session.calls:
-        if call.get("key") == key[:KEY_KEPT] and call.get("outcome") in OPEN:
-            return str(call.get("id") or "")
-    return ""
+def _ended_entry(session: ClientSession, given: str, key: str) -> dict[str, Any] | None:
+    """The session's call that an end reports (None: the board has none): by its id, or,
+    from a client without ids, its oldest open call with this name and input (it ends its
+    calls in the order it made them), else its oldest denied one (which ran all the same)."""
+    if given:
+        return next((c for c in reversed(session.calls) if c.get("id") == given), None)
+    same = [c for c in session.calls if c.get("key") == key[:KEY_KEPT]]
+    for outcomes in (OPEN, {"denied"}):
+        found = next((c for c in same if c.get("outcome") in outcomes), None)
+        if found is not None:
+            return found
+    return None
+
+
+def _held_row(session: ClientSession, entry: dict[str, Any] | None) -> ToolCall | None:
+    """The held call row of a session's call, locked, if a rule held it for a person."""
+    if entry is None or entry.get("outcome") not in ("waiting", "denied") or not entry.get("id"):
+        return None
+    rows = ToolCall.objects.select_for_update().filter(
+        session=session, tool_use_id=str(entry["id"])[:128]
+    )
+    return rows.order_by("-pk").first()
+
+
+def _ran_ungated(
+    session: ClientSession, entry: dict[str, Any] | None, held: ToolCall | None, tool: str
+) -> str:
+    """Why a call whose end arrived ran without the board's verdict ("": it had one):
+    the board denied it, still held it for a person, or never saw it asked in a session
+    whose calls it has been asked about (every tool call goes through the gated hook)."""
+    if entry is None:
+        # Calls are noted only when asked: a session with none never reached the gate.
+        return "the board never saw it asked" if tool and session.calls else ""
+    if held is not None and held.state == CallState.APPROVED:
+        return ""
+    if held is not None and held.state == CallState.EXPIRED and held.fallback == gates.ALLOW:
+        return ""
+    if entry.get("outcome") == "waiting":
+        return "it was still waiting for a person's decision"
+    if entry.get("outcome") != "denied":
+        return ""
+    if held is not None and held.state == CallState.EXPIRED:
+        return "nobody answered in time and its rule denies it then"
+    if held is not None and held.decided_by:
+        return f"{held.decided_by} denied it"
+    return "the board denied it"
+
+
+def _record_ran(
+    work: Work,
+    session: ClientSession,
+    entry: dict[str, Any] | None,
+    held: ToolCall | None,
+    event: dict[str, Any],
+    why: str,
+    origin: Origin,
+) -> ToolCall:
+    """A call ran without the board's verdict: its record says so (the held row, or a
+    new one), it waits for a person (``Reason.TAMPERING``), and the token is suspended
+    until a person clears it (``tool_call_clear``)."""
+    tool, tool_input = event["tool_name"], event.get("tool_input") or {}
+    if entry is None:
+        key = call_key(event)
+        entry = {
+            "id": _call_id(event, key),
+            "tool": tool[:200],
+            "doing": gates.describe_call(tool, tool_input)[:300],
+            "at": work.now.isoformat(),
+        }
+        if not event.get("tool_use_id"):
+            entry["key"] = key[:KEY_KEPT]
+        _note_call(session, entry)
+    entry["outcome"] = RAN_UNGATED
+    call = held
+    if call is None:
+        kind, summary = gates.main_input(tool, tool_input)
+        call = ToolCall(
+            board=work.board,
+            session=session,
+            agent=session.agent,
+            tool_name=tool[:200],
+            tool_use_id=str(entry.get("id") or "")[:128],
+            input_kind=kind,
+            summary=summary[:SUMMARY_MAX],
+            tool_input=_bounded(tool_input),
+            cwd=session.cwd,
+            wait_seconds=0,
+            requested_at=work.now,
+            deadline=work.now,
+        )
+    call.state, call.ran_at = CallState.RAN, work.now
+    call.token_id = call.token_id or origin.token_id
+    call.save()
+    reason = f"{session.agent} ran {call.tool_name} `{shown(call.summary)[:120]}` ({why})"
+    agents.token_suspend(work, token_id=call.token_id, reason=reason)
+    work.record(
+        EventKind.TOOL_CALL_RAN,
+        None,
+        call=call.pk,
+        agent=session.agent,
+        tool=call.tool_name,
+        summary=shown(call.summary),
+        why=why,
+        session=session.session_id[:40],
+    )
+    return call
 
 
 def _end_call(
@@ -124,8 +250,11 @@ class Origin:
     # Seconds the client holds a hook before it goes on without a verdict (None: as long
     # as the rule waits); a held call ends with its fallback by then.
     longest_hold: int | None = None
-    # False when the token already holds as many calls as it may: an ask is then denied.
-    may_hold: bool = True
+    # The token the hook came with: its held calls are counted against the cap, and a
+    # call that ran ungated suspends it.
+    token_id: int | None = None
+    # Why the token is suspended ("": it is not): every call it asks is denied.
+    suspended: str = ""
 
 
 def _first_match(board: Board, event: dict[str, Any]) -> gates.Rule | None:
@@ -148,7 +277,8 @@ def session_event(
     client_version: str = "",
     host: str = "",
     longest_hold: int | None = None,
-    may_hold: bool = True,
+    token_id: int | None = None,
+    suspended: str = "",
 ) -> Verdict:
     """Record one hook event of a client session (Claude Code's hook input, or another
     client's read as it by its adapter, ``boards.clients.registry``).
@@ -156,15 +286,18 @@ def session_event(
     Returns the verdict on a ``PreToolUse``: the first matching gate rule's
     decision (``ask`` holds the call as a ``ToolCall``, for at most ``longest_hold``
     seconds when the client gives up on a hook sooner than the rule waits), or no
-    decision; when ``may_hold`` is False (the token holds as many calls as it may), an
-    ``ask`` is denied and nothing is recorded for a person.
+    decision. An ``ask`` past ``KANBAN_WATCHES_PER_TOKEN`` of ``token_id``'s calls
+    waiting for a person is denied, and nothing is recorded for a person; every call of
+    a ``suspended`` token is denied. The end of a call the board had not allowed (denied,
+    still held, or never asked) is recorded as run without the board's verdict: a
+    Needs-you item, and the token suspended (``_ran_ungated``).
     """
-    origin = Origin(client, client_version, host, longest_hold, may_hold)
+    origin = Origin(client, client_version, host, longest_hold, token_id, suspended)
     name = event["hook_event_name"]
     now = timezone.now()
     rule = None
     if name == TOOL_START and event.get("tool_name"):
-        rule = _first_match(board, event)
+        rule = SUSPENDED_RULE if suspended else _first_match(board, event)
     known = (
         ClientSession.objects.filter(board=board, session_id=event["session_id"])
         .values_list("last_call_key", "repeats")
@@ -354,8 +487,17 @@ def _apply(
         event["tool_use_id"] = entry["id"]  # a held call of a client without ids finds it
     elif name in TOOL_ENDS:
         session.state = SessionState.WORKING
-        call_id = str(event.get("tool_use_id") or "") or _open_call(session, call_key(event))
-        _end_call(session, call_id, TOOL_ENDS[name], event.get("duration_ms"))
+        reported = _ended_entry(session, str(event.get("tool_use_id") or ""), call_key(event))
+        held = _held_row(session, reported)
+        why = _ran_ungated(session, reported, held, tool)
+        if why:
+            if work is None:
+                raise _NeedsBoardLock
+            _record_ran(work, session, reported, held, event, why, origin)
+        elif reported is not None and reported.get("outcome") != RAN_UNGATED:
+            _end_call(
+                session, str(reported.get("id") or ""), TOOL_ENDS[name], event.get("duration_ms")
+            )
     elif name == "PermissionDenied":
         _end_call(session, str(event.get("tool_use_id") or ""), "refused", None)
     elif name == "PostToolBatch":
@@ -424,6 +566,8 @@ def _verdict(
     origin: Origin,
 ) -> Verdict:
     label = rule.label()
+    if origin.suspended:
+        return Verdict(gates.DENY, suspended_reason(origin.suspended))
     if rule.decision == gates.ALLOW:
         return Verdict(gates.ALLOW, f"Allowed by the board's rule “{label}”.")
     if rule.decision == gates.DENY:
@@ -432,7 +576,7 @@ def _verdict(
             f"Blocked by the board's rule “{label}”: do not run this; find another way "
             "or ask a person on the board.",
         )
-    if not origin.may_hold:
+    if _over_cap(origin.token_id):
         return Verdict(
             gates.DENY,
             "Too many of this token's calls are waiting for a person: this one was not "
@@ -448,6 +592,8 @@ def _verdict(
         board=work.board,
         session=session,
         agent=agent,
+        token_id=origin.token_id,
+        gate_rule_id=_rule_row(work.board, rule),
         tool_name=tool[:200],
         tool_use_id=str(event.get("tool_use_id") or "")[:128],
         input_kind=kind,
@@ -471,6 +617,37 @@ def _verdict(
         rule=call.rule,
     )
     return Verdict(gates.ASK, "", held=call.pk, deadline=call.deadline)
+
+
+def _over_cap(token_id: int | None) -> bool:
+    """Whether the token has as many calls waiting for a person as it may: counted in the
+    database (under the board's lock), so a client that hung up still counts until its
+    calls are decided or end at their deadline."""
+    if token_id is None:
+        return False
+    waiting = ToolCall.objects.filter(token_id=token_id, state=CallState.REQUESTED)
+    return waiting.count() >= settings.KANBAN_WATCHES_PER_TOKEN
+
+
+def _rule_row(board: Board, rule: gates.Rule) -> int | None:
+    """The stored rule behind ``rule`` (None for a built-in one): a held call reads its
+    step-up flag at decision time (``stepup.is_step_up``)."""
+    if rule.id is None or not GateRule.objects.filter(board=board, pk=rule.id).exists():
+        return None
+    return rule.id
+
+
+# What every call of a suspended token meets (its reason says why: ``suspended_reason``).
+SUSPENDED_RULE = gates.Rule("*", decision=gates.DENY, note="Session suspended")
+
+
+def suspended_reason(why: str) -> str:
+    """What a suspended token's call is answered: refused, and what a person must do."""
+    return (
+        f"Refused: this session's token is suspended ({why}). A person must clear the "
+        "session on the board (Needs you) before it may run anything; stop and tell your "
+        "person."
+    )
 
 
 def _bounded(value: dict[str, Any]) -> dict[str, Any]:
@@ -502,7 +679,7 @@ def tool_call_decide(
     with unit_of_work(board, person, person=True) as work:
         call = ToolCall.objects.select_for_update().filter(board=work.board, pk=call_id).first()
         if call is None:
-            raise NotFound(f"Tool call {call_id} not found", code="call_not_found")
+            raise _call_not_found(f"Tool call {call_id} not found")
         if call.state != CallState.REQUESTED:
             raise Conflict(
                 f"{call.agent}'s {call.tool_name} call was already decided "
@@ -535,6 +712,51 @@ def tool_call_decide(
         if from_now:
             gaterules.allow_from_now(work, call, from_now)
     return call
+
+
+def tool_call_clear(
+    *, board: Board, person: str, call_id: int, revoke: bool = False, note: str = ""
+) -> ToolCall:
+    """A person has looked at a call that ran without the board's verdict: its item
+    leaves Needs you, and its token's suspension is lifted once none of the token's
+    other such calls waits (``revoke``: the token is revoked instead, for good). The
+    caller checks the person's role: approver to clear, admin to revoke."""
+    note = text("note", note or "", NOTE_MAX)
+    with unit_of_work(board, person, person=True) as work:
+        call = ToolCall.objects.select_for_update().filter(board=work.board, pk=call_id).first()
+        if call is None or call.state != CallState.RAN:
+            raise _call_not_found(f"No call {call_id} that ran without the board's verdict")
+        if call.cleared_at is not None:
+            raise Conflict(
+                f"{call.agent}'s {call.tool_name} call was already cleared by {call.cleared_by}",
+                code="call_cleared",
+            )
+        call.cleared_by, call.cleared_at = person, work.now
+        if note:
+            call.note = note
+        call.save(update_fields=["cleared_by", "cleared_at", "note"])
+        others = ToolCall.objects.filter(
+            token_id=call.token_id, state=CallState.RAN, cleared_at__isnull=True
+        )
+        if revoke and call.token_id is not None:
+            agents.token_revoke(board=work.board, token_id=call.token_id)
+        elif call.token_id is not None and not others.exists():
+            agents.token_unsuspend(work, token_id=call.token_id)
+        work.record(
+            EventKind.TOOL_CALL_CLEARED,
+            None,
+            call=call.pk,
+            agent=call.agent,
+            tool=call.tool_name,
+            summary=shown(call.summary),
+            note=note,
+            **({"revoked": True} if revoke else {}),
+        )
+    return call
+
+
+def _call_not_found(message: str) -> NotFound:
+    return NotFound(message, code="call_not_found")
 
 
 def _nobody_waits(call: ToolCall, work: Work) -> str:
@@ -616,6 +838,8 @@ def verdict_of(call: ToolCall) -> tuple[str, str]:
         return gates.ALLOW, f"Approved{by} on the board{note}"
     if call.state == CallState.DENIED:
         return gates.DENY, f"Denied{by} on the board{note}. Do not retry this call as is."
+    if call.state == CallState.RAN:
+        return gates.DENY, suspended_reason("a call ran without the board's verdict")
     waited = f"{call.wait_seconds} s"
     if call.fallback == gates.ALLOW:
         return gates.ALLOW, f"No person answered on the board within {waited}; the rule allows it."

@@ -42,6 +42,8 @@ TOOL_CALL_KINDS = (
     EventKind.TOOL_CALL_APPROVED,
     EventKind.TOOL_CALL_DENIED,
     EventKind.TOOL_CALL_EXPIRED,
+    EventKind.TOOL_CALL_RAN,
+    EventKind.TOOL_CALL_CLEARED,
 )
 
 
@@ -80,7 +82,7 @@ def signal_of(kind: str, data: dict[str, Any]) -> str | None:
         return APPROVAL_DECIDED
     if kind == EventKind.RECLAIMED:
         return RECLAIMED
-    if kind == EventKind.NEEDS_ATTENTION:
+    if kind in (EventKind.NEEDS_ATTENTION, EventKind.TOOL_CALL_RAN):
         return NEEDS_ATTENTION
     to = status_to(data)
     if to == Status.FAILED:
@@ -154,6 +156,12 @@ def _tool_call(e: Told) -> str:
     if e.kind == EventKind.TOOL_CALL_REQUESTED:
         return f"{e.actor} asks to run {call} (rule “{e.get('rule')}”)"
     agent = e.get("agent", "?")
+    if e.kind == EventKind.TOOL_CALL_RAN:
+        why = f" ({e.get('why')})" if e.get("why") else ""
+        return f"{agent} ran {call} without the board's verdict{why}: its hook was stopped"
+    if e.kind == EventKind.TOOL_CALL_CLEARED:
+        done = "its token revoked" if e.get("revoked") else "its session may go on"
+        return f"{agent}'s ungated {call} cleared by {e.actor}: {done}{e.quoted('note')}"
     if e.kind == EventKind.TOOL_CALL_EXPIRED:
         return f"Nobody answered {agent}'s {call}: {e.get('fallback', 'deny')} by the rule"
     verb = "approved" if e.kind == EventKind.TOOL_CALL_APPROVED else "denied"

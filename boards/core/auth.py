@@ -33,15 +33,26 @@ class Caller:
     token: AgentToken | None = field(default=None, repr=False, compare=False)
 
 
-def authenticate(headers: Mapping[str, str], board_slug: str, *, default_agent: str = "") -> Caller:
+def authenticate(
+    headers: Mapping[str, str],
+    board_slug: str,
+    *,
+    default_agent: str = "",
+    suspended_ok: bool = False,
+) -> Caller:
     """The caller named by a request's headers (a case-insensitive mapping).
 
     ``Authorization: Bearer <token>``; a team token names its agent in
     ``X-Agent`` (else ``default_agent``, when the door has one): a plain name
     (``models.agent_name_problem``) that is neither an agent with a token of its own
-    nor a person. Reads only: the door then runs ``agent_called``.
+    nor a person. A suspended token is refused (403 ``token_suspended``) unless
+    ``suspended_ok``: the hook door hears it still, to deny its calls in the client's
+    own answer and to learn of any that ran. Reads only: the door then runs
+    ``agent_called``.
     """
     token, board = _token(headers, board_slug)
+    if not suspended_ok:
+        _check_not_suspended(token)
     if token.scope != AGENT_SCOPE:
         raise PermissionDenied(
             "This token reads the board's event log; agents call tools with an agent token",
@@ -71,13 +82,33 @@ def agent_called(caller: Caller) -> None:
     services.leases_renew(board=caller.board, agent=caller.agent)
 
 
+def _check_not_suspended(token: AgentToken) -> None:
+    if token.suspended_at is not None:
+        raise PermissionDenied(suspended_message(token), code="token_suspended")
+
+
+def suspended_message(token: AgentToken) -> str:
+    """Why a suspended token is refused, and what lifts it."""
+    why = token.suspended_reason or "one of its sessions ran a call without the board's verdict"
+    return (
+        f"This token is suspended: {why}. A person must clear it on the board "
+        "(Needs you) before its agents may call again."
+    )
+
+
 def caller_from_request(
-    headers: Mapping[str, str], board_slug: str, *, default_agent: str = ""
+    headers: Mapping[str, str],
+    board_slug: str,
+    *,
+    default_agent: str = "",
+    suspended_ok: bool = False,
 ) -> Caller:
     """A door's first step: who calls (``authenticate``), then that they called
     (``agent_called``)."""
     try:
-        caller = authenticate(headers, board_slug, default_agent=default_agent)
+        caller = authenticate(
+            headers, board_slug, default_agent=default_agent, suspended_ok=suspended_ok
+        )
     except (Unauthorized, PermissionDenied, InvalidInput) as exc:
         refusal_record(headers, board_slug, default_agent, exc)
         raise
@@ -145,8 +176,11 @@ def authenticate_admin(headers: Mapping[str, str], board_slug: str) -> Board:
 
 
 def authenticate_reader(headers: Mapping[str, str], board_slug: str) -> Board:
-    """The board any of its valid tokens may read (metrics): agent or admin scope."""
-    return _token(headers, board_slug)[1]
+    """The board any of its valid tokens may read (metrics): agent or admin scope; not
+    a suspended one."""
+    token, board = _token(headers, board_slug)
+    _check_not_suspended(token)
+    return board
 
 
 def _team_agent(board: Board, token: AgentToken, agent: str) -> str:

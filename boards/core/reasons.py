@@ -107,6 +107,14 @@ REASONS: dict[str, ReasonRow] = {
         Act("open", "Assign…", "reassign", opens_panel=True),
         (),
     ),
+    # Read after the call (``reads.ran_item``): "ran Bash `rm -rf build` without …".
+    Reason.TAMPERING: ReasonRow(
+        "without the board's verdict: its hook was stopped. Its token is suspended until "
+        "you clear this; clear it once you have looked (its session may go on), or "
+        "revoke the token",
+        Act("clear", "Clear", "approve"),
+        (Act("revoke-token", "Revoke token", "tokens"),),
+    ),
     Reason.SESSION_WAITING: ReasonRow(
         "waits for you in its session",
         Act("open", "Open the session", "view"),

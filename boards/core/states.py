@@ -55,6 +55,8 @@ class Reason(models.TextChoices):
     NO_PROGRESS = "no_progress", "No progress"
     SESSION_WAITING = "session_waiting", "Session waiting"
     UNATTENDED = "unattended", "Unattended"
+    # A coding session ran a tool call without the board's verdict (its hook stopped).
+    TAMPERING = "tampering", "Ran without the board's verdict"
 
 
 class SessionState(models.TextChoices):
@@ -145,6 +147,8 @@ class EventKind(models.TextChoices):
     TOOL_CALL_APPROVED = "tool_call_approved", "Tool call approved"
     TOOL_CALL_DENIED = "tool_call_denied", "Tool call denied"
     TOOL_CALL_EXPIRED = "tool_call_expired", "Tool call unanswered"
+    TOOL_CALL_RAN = "tool_call_ran", "Tool call ran without the board's verdict"
+    TOOL_CALL_CLEARED = "tool_call_cleared", "Ungated call cleared"
     # Reaching a person away from the board (SPEC §14).
     PUSHED = "pushed", "Pushed to devices"
     PUSH_WITHDRAWN = "push_withdrawn", "Push withdrawn"

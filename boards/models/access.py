@@ -50,6 +50,10 @@ class AgentToken(models.Model):
     created_by = models.CharField(max_length=150, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # Set when one of its sessions ran a call without the board's verdict (its hook was
+    # stopped): every door refuses it until a person clears the item (issue #42).
+    suspended_at = models.DateTimeField(null=True, blank=True)
+    suspended_reason = models.CharField(max_length=300, blank=True)
 
     class Meta:
         ordering = ["board_id", "created_at"]

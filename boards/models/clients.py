@@ -96,17 +96,30 @@ class CallState(models.TextChoices):
     APPROVED = "approved", "Approved"
     DENIED = "denied", "Denied"
     EXPIRED = "expired", "No answer"
+    # Its client reported it ran, though the board denied it, still held it, let it end
+    # by its fallback deny, or never saw it asked: its hook was stopped (issue #42).
+    RAN = "ran", "Ran without the board's verdict"
 
 
 class ToolCall(models.Model):
     """A client's tool call that a gate rule held for a person's decision (seed 001's
-    awaiting approval, for the agent's real tools)."""
+    awaiting approval, for the agent's real tools), or that ran without the board's
+    verdict (``CallState.RAN``: a person clears it)."""
 
     board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="tool_calls")
     session = models.ForeignKey(
         ClientSession, null=True, blank=True, on_delete=models.SET_NULL, related_name="held"
     )
     agent = models.CharField(max_length=100)
+    # The token its hook came with: the held calls a token may have waiting are counted
+    # by it, and a call that ran ungated suspends it.
+    token = models.ForeignKey(
+        "boards.AgentToken",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="tool_calls",
+    )
     tool_name = models.CharField(max_length=200)
     tool_use_id = models.CharField(max_length=128, blank=True)
     input_kind = models.CharField(max_length=16, blank=True)
@@ -114,6 +127,11 @@ class ToolCall(models.Model):
     tool_input = models.JSONField(default=dict, blank=True)
     cwd = models.CharField(max_length=1000, blank=True)
     rule = models.CharField(max_length=400, blank=True)  # the rule as it read then
+    # The rule itself, while it exists: whether approving needs a passkey is its step-up
+    # flag at decision time (``step_up`` below is kept for a rule deleted since).
+    gate_rule = models.ForeignKey(
+        GateRule, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     wait_seconds = models.PositiveIntegerField(default=300)
     fallback = models.CharField(max_length=8, default="deny")
     step_up = models.BooleanField(default=False)  # its rule's, as it was then
@@ -123,12 +141,17 @@ class ToolCall(models.Model):
     decided_by = models.CharField(max_length=150, blank=True)
     decided_at = models.DateTimeField(null=True, blank=True)
     note = models.TextField(blank=True)
+    # When its client said it ran without the board's verdict, and the person who looked.
+    ran_at = models.DateTimeField(null=True, blank=True)
+    cleared_by = models.CharField(max_length=150, blank=True)
+    cleared_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["board_id", "requested_at", "id"]
         indexes = [
             models.Index(fields=["board", "state", "requested_at"], name="tool_call_waiting"),
             models.Index(fields=["state", "deadline"], name="tool_call_deadline"),
+            models.Index(fields=["token", "state"], name="tool_call_token_state"),
         ]
 
     def __str__(self) -> str:

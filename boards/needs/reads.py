@@ -61,7 +61,7 @@ class Action:
         """The capability the page checks before it shows the action (``can.*``)."""
         if self.needs in ("approve", "deny"):
             return "approve"
-        if self.needs == "settings":
+        if self.needs in ("settings", "tokens"):  # both the admin's
             return "settings"
         return "" if self.needs == "view" else "status"
 
@@ -125,6 +125,8 @@ class Item:
         board denies it alone then; then approvals; then the rest by how long they wait."""
         if self.deadline is not None:
             return (0, self.deadline.timestamp(), self.id)
+        if self.reason == Reason.TAMPERING:  # a session ran what nobody allowed: first
+            return (0, self.since.timestamp() if self.since else 0.0, self.id)
         tier = 1 if self.reason == Reason.APPROVAL else 2
         # An item without a time (none should be) after the rest of its tier.
         return (tier, self.since.timestamp() if self.since else float("inf"), self.id)
@@ -215,6 +217,9 @@ def task_item(task: Task, board: Board, owner_state: str = "") -> Item:
 
 
 def call_item(call: ToolCall, board: Board, now: datetime | None = None) -> Item:
+    if call.state == CallState.RAN:
+        return ran_item(call, board)
+
     def act(action: str, label: str) -> Action:
         return Action(
             action, label, reverse("call-decide", args=[board.slug, call.pk, action]), needs=action
@@ -257,6 +262,35 @@ def call_item(call: ToolCall, board: Board, now: datetime | None = None) -> Item
         deadline=None if gone else call.deadline,
         actions=actions,
     )
+
+
+def ran_item(call: ToolCall, board: Board) -> Item:
+    """A call that ran without the board's verdict (its hook was stopped): the person
+    clears it once they have looked, or revokes the token (``REASONS``' row)."""
+    row = reason_row(Reason.TAMPERING)
+
+    def act(a: Act) -> Action:
+        url = reverse("call-decide", args=[board.slug, call.pk, a.action])
+        return Action(a.action, a.label, url, needs=a.needs)
+
+    return Item(
+        id=f"call-{call.pk}",
+        board=board,
+        reason=Reason.TAMPERING,
+        question=f"ran {call.tool_name} `{shown_call(call)}` {row.question}",
+        since=call.ran_at or call.requested_at,
+        subject=f"{call.tool_name}: {call.summary[:200]}",
+        agent=call.agent,
+        call=call,
+        recommended=act(row.recommended) if row.recommended else None,
+        actions=[act(a) for a in row.actions],
+    )
+
+
+def shown_call(call: ToolCall) -> str:
+    """A call's command, path or URL as a sentence quotes it: one line, shortened."""
+    text = " ".join(call.summary.split())
+    return text if len(text) <= 120 else text[:119] + "…"
 
 
 def call_gone(call: ToolCall, board: Board, now: datetime | None = None) -> str:
@@ -383,8 +417,11 @@ def _kinds(
     """The three kinds of item on these boards; approvals (gated tasks, held calls) only
     on the boards in ``deciding`` (all of them when None)."""
     tasks = Task.objects.filter(board_id__in=board_ids).needing_person()
-    calls = ToolCall.objects.select_related("session").filter(
-        board_id__in=board_ids, state=CallState.REQUESTED
+    # Held calls, and calls that ran without the board's verdict until a person clears
+    # them (both are the approvers' to decide).
+    calls = ToolCall.objects.select_related("session", "gate_rule").filter(
+        Q(state=CallState.REQUESTED) | Q(state=CallState.RAN, cleared_at__isnull=True),
+        board_id__in=board_ids,
     )
     if deciding is not None:
         tasks = tasks.exclude(Q(needs=Reason.APPROVAL) & ~Q(board_id__in=deciding))

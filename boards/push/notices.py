@@ -107,9 +107,13 @@ def wanted(board: Board) -> dict[tuple[int, str], Wanted]:
         for device in devices:
             role = roles[device.user_id]
             kinds = device.kinds if isinstance(device.kinds, list) else []
-            if item.reason not in kinds:
+            # A call that ran without the board's verdict reaches whoever is pushed
+            # approvals, as its approval did (a device may also choose it alone).
+            if item.reason not in kinds and not (
+                item.reason == Reason.TAMPERING and Reason.APPROVAL in kinds
+            ):
                 continue
-            if item.reason == Reason.APPROVAL and not may(role, "approve"):
+            if item.reason in (Reason.APPROVAL, Reason.TAMPERING) and not may(role, "approve"):
                 continue
             mine = item.allowed(lambda action, role=role: may(role, action))
             if mine.recommended is None and not mine.actions:
@@ -213,6 +217,9 @@ def title_of(item: reads.Item) -> str:
         where = " on ".join(p for p in (session.client, session.host) if p)
         if where:
             who = f"{who} ({where})"
+    if item.call is not None and item.reason == Reason.TAMPERING:
+        ran = f"{who} ran {item.call.tool_name} without the board's verdict"
+        return f"{ran}: {item.call.summary}"[:TEXT_MAX]
     if item.call is not None:
         return f"{who} asks to run {item.call.tool_name}: {item.call.summary}"[:TEXT_MAX]
     return f"{who}: {item.subject}"[:TEXT_MAX]

@@ -249,3 +249,43 @@ def test_reset_deletes_every_task_and_restarts_numbering(alice, board):
     assert alice.call("TaskList").body["total"] == 0
     assert alice.create("Fresh")["id"] == "1"
     assert Board.objects.get(pk=board.pk).task_counter == 1
+
+
+def test_deleting_a_blocked_task_hands_its_open_blockers_to_what_waits_on_it(alice):
+    alice.create("A")
+    alice.create("B", blockedBy=["1"])
+    alice.create("C", blockedBy=["2"])
+
+    reply = alice.call("TaskUpdate", {"taskId": "2", "status": "deleted"})
+
+    assert reply.status == 200, reply.body
+    assert reply.body["changes"] == [
+        {
+            "type": "updated",
+            "taskId": "3",
+            "fields": ["addBlockedBy"],
+            "inheritedBlockedBy": ["1"],
+            "inheritedFrom": "2",
+        },
+        {"type": "deleted", "taskId": "2"},
+    ]
+    task = alice.call("TaskGet", {"taskId": "3"}).body["task"]
+    assert task["blocked"] is True and task["blockedBy"] == ["1"]
+    # Once A is done, C is released as any dependent is.
+    done = alice.call("TaskUpdate", {"taskId": "1", "status": "completed"})
+    assert {"type": "auto_unblock", "taskId": "3"} in done.body["changes"]
+
+
+def test_deleting_a_blocked_task_in_a_batch_passes_its_blockers_on_too(alice):
+    alice.create("A")
+    alice.create("B", blockedBy=["1"])
+    alice.create("C", blockedBy=["2"])
+    alice.create("D", blockedBy=["1", "2"])  # already waits on A: nothing to inherit
+
+    reply = alice.call("TaskBatch", {"ops": [{"op": "delete", "taskId": "2"}]})
+
+    assert reply.status == 200, reply.body
+    inherited = [c for c in reply.body["changes"] if c.get("inheritedFrom") == "2"]
+    assert [c["taskId"] for c in inherited] == ["3"]
+    assert alice.call("TaskGet", {"taskId": "4"}).body["task"]["blockedBy"] == ["1"]
+    assert alice.call("TaskGet", {"taskId": "3"}).body["task"]["blocked"] is True

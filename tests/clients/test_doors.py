@@ -271,3 +271,64 @@ def test_the_table_has_one_row_per_door_and_says_what_each_cannot_do():
         assert row.gated in row.events
     assert registry.BY_NAME["qwen"].longest_hold() == 55
     assert any("/hooks" in line for line in registry.BY_NAME["codex"].cannot)
+
+
+# -- issue #42: the Codex door reads an argv as the shell does; no body is a 500 ------------
+
+
+@pytest.mark.parametrize(
+    "argv,script",
+    [
+        (["bash", "-e", "-c", "rm -rf build"], "rm -rf build"),
+        (["bash", "-lc", "rm -rf build"], "rm -rf build"),
+        (["/bin/sh", "-ec", "git push"], "git push"),
+        (["bash", "-o", "pipefail", "-c", "git push"], "git push"),
+        (["rm", "-rf", "build"], "rm -rf build"),
+    ],
+)
+def test_a_codex_argv_reaches_the_default_rules_as_the_shell_reads_it(argv, script, db):
+    board = make_board("fresh", "Fresh board")
+    body = dict(shell_call("codex", ""), tool_input={"command": argv})
+    event = registry.BY_NAME["codex"].adapter.normalise(body)
+    assert event["tool_input"]["command"] == script
+    verdict = sessions.session_event(board=board, agent="dev", event=event, client="codex")
+    assert verdict.decision == "ask" and verdict.held is not None
+
+
+def test_a_codex_argv_keeps_its_quoting_when_no_shell_runs_it():
+    body = dict(shell_call("codex", ""), tool_input={"command": ["rm", "-rf", "my dir", "x;y"]})
+    event = registry.BY_NAME["codex"].adapter.normalise(body)
+    assert event["tool_input"]["command"] == "rm -rf 'my dir' 'x;y'"
+    # A script file's own -c is its argument, not the shell's: the line is read whole.
+    body = dict(body, tool_input={"command": ["bash", "run.sh", "-c", "x"]})
+    assert registry.BY_NAME["codex"].adapter.normalise(body)["tool_input"]["command"] == (
+        "bash run.sh -c x"
+    )
+
+
+BAD_BODIES = {
+    "an empty object": "{}",
+    "a list": "[]",
+    "null": "null",
+    "a string": '"PreToolUse"',
+    "200 nested lists": "[" * 200 + "]" * 200,
+    "200 nested objects": '{"a": ' * 200 + "1" + "}" * 200,
+    "a tool input 200 deep": '{"hook_event_name": "PreToolUse", "session_id": "s-1", '
+    '"tool_name": "Bash", "tool_input": ' + '{"a": ' * 200 + "1" + "}" * 200 + "}",
+    "no event name": '{"session_id": "s-1"}',
+    "a tool name that is a number": '{"hook_event_name": "PreToolUse", "session_id": "s-1", '
+    '"tool_name": 5}',
+}
+
+
+@pytest.mark.parametrize("client", registry.NAMES)
+@pytest.mark.parametrize("body", BAD_BODIES.values(), ids=BAD_BODIES)
+def test_no_door_answers_a_bad_body_with_a_500(client, body, token):
+    response = Client(raise_request_exception=False).post(
+        f"/api/boards/team/hooks/{client}",
+        data=body,
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    assert 400 <= response.status_code < 500, response.content[:300]
+    assert response.json()["error"]["message"]

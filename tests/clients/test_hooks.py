@@ -18,7 +18,9 @@ from django.utils import timezone
 
 from boards.clients import sessions
 from boards.core import gates, services
-from boards.models import Board, CallState, ClientSession, Event, GateRule, ToolCall
+from boards.core.errors import Conflict, PermissionDenied
+from boards.core.services import gaterules
+from boards.models import Board, CallState, ClientSession, Event, GateRule, Passkey, ToolCall
 from tests.support.factories import make_board, make_token
 
 CWD = "/home/dev/project"
@@ -395,3 +397,80 @@ def test_a_persons_message_reaches_the_session_on_its_next_event(board, token):
 def token_async(transactional_db):
     board = make_board("team", "Team board")
     return board, make_token(board, "claude")
+
+
+# --- issue #42: the cap counted in the database; step-up read at decision time -------------
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_held_calls_of_clients_that_hung_up_still_count_against_the_tokens_cap(settings):
+    settings.KANBAN_WATCHES_PER_TOKEN = 2
+    board = await sync_to_async(make_board)("team")
+    token = await sync_to_async(make_token)(board, "claude")
+    hung_up = [
+        asyncio.create_task(send_async(token, bash(f"rm -rf build{n}", use=f"tu-{n}")))
+        for n in range(2)
+    ]
+    for _ in range(200):  # until both are held
+        if await ToolCall.objects.filter(state=CallState.REQUESTED).acount() == 2:
+            break
+        await asyncio.sleep(0.05)
+    for request in hung_up:  # the clients hang up: their calls still wait for a person
+        request.cancel()
+    await asyncio.gather(*hung_up, return_exceptions=True)
+
+    status, answer = await asyncio.wait_for(send_async(token, bash("rm -rf dist", use="tu-9")), 10)
+
+    assert status == 200
+    verdict, reason = decision(answer)
+    assert verdict == "deny" and "Too many of this token's calls" in reason
+    assert await ToolCall.objects.filter(state=CallState.REQUESTED).acount() == 2
+    assert not await ToolCall.objects.filter(summary="rm -rf dist").aexists()
+
+
+def _held_now(board: Board, command: str) -> ToolCall:
+    verdict = sessions.session_event(board=board, agent="claude", event=bash(command))
+    return ToolCall.objects.get(pk=verdict.held)
+
+
+def test_a_rule_made_step_up_after_its_call_was_held_needs_the_passkey_to_approve(board, person):
+    Passkey.objects.create(user=person, credential_id="cred-1", public_key=b"k")
+    call = _held_now(board, "git reset --hard")
+    assert call.step_up is False
+    rule = GateRule.objects.get(board=board, pk=call.gate_rule_id)
+    gaterules.gate_rule_change(board=board, actor="pat", rule_id=rule.pk, step_up=True)
+
+    with pytest.raises(PermissionDenied) as refused:
+        sessions.tool_call_decide(board=board, person="pat", call_id=call.pk, approve=True)
+    assert refused.value.code == "step_up_required"
+
+    # The other way round: no longer step-up, approved with a tap.
+    gaterules.gate_rule_change(board=board, actor="pat", rule_id=rule.pk, step_up=False)
+    sessions.tool_call_decide(board=board, person="pat", call_id=call.pk, approve=True)
+    assert ToolCall.objects.get(pk=call.pk).state == CallState.APPROVED
+
+
+def test_a_held_call_whose_rule_was_deleted_keeps_the_step_up_it_was_held_with(board, person):
+    Passkey.objects.create(user=person, credential_id="cred-1", public_key=b"k")
+    call = _held_now(board, "rm -rf build")
+    gaterules.gate_rule_remove(board=board, actor="pat", rule_id=call.gate_rule_id)
+    call.refresh_from_db()
+    assert call.gate_rule_id is None and call.step_up is True
+
+    with pytest.raises(PermissionDenied):
+        sessions.tool_call_decide(board=board, person="pat", call_id=call.pk, approve=True)
+
+
+def test_no_standing_approval_for_a_call_whose_rule_became_step_up_after_it_was_held(board):
+    call = _held_now(board, "git reset --hard")
+    rule = GateRule.objects.get(board=board, pk=call.gate_rule_id)
+    gaterules.gate_rule_change(board=board, actor="pat", rule_id=rule.pk, step_up=True)
+
+    with pytest.raises(Conflict) as refused:
+        sessions.tool_call_decide(
+            board=board, person="pat", call_id=call.pk, approve=True, from_now="board"
+        )
+    assert "passkey" in str(refused.value), refused.value
+    # Refused whole: the call still waits, and no rule was added.
+    assert ToolCall.objects.get(pk=call.pk).state == CallState.REQUESTED
+    assert not GateRule.objects.filter(board=board, decision="allow").exists()

@@ -1,7 +1,8 @@
-"""The gate's last side door (issue 39, item 5): an agent cannot finish or delete a task
-that is still blocked (so a chain held back by an unapproved migration stays held), nor
-move another agent's live work; at every agent door, with nothing changed. People keep
-their powers."""
+"""The gate's last side door (issue 39, item 5): an agent cannot finish a task that is
+still blocked (so a chain held back by an unapproved migration stays held), nor move
+another agent's live work; at every agent door, with nothing changed. It may delete a
+blocked task (issue 42, point 9): what waited on it inherits its open blockers, so the
+chain stays held all the same. People keep their powers."""
 
 from __future__ import annotations
 
@@ -90,7 +91,7 @@ DOORS: dict[str, Door] = {
     "seed003": _seed003,
     "MCP": _mcp_update,
 }
-FINISHING = ["completed", "failed", "cancelled", "deleted"]
+FINISHING = ["completed", "failed", "cancelled"]
 
 
 def _snapshot(board: Board) -> tuple[Any, ...]:
@@ -132,6 +133,23 @@ def test_an_agent_cannot_finish_a_task_whose_blockers_are_open(board, door, stat
     make_task(board, "Build")
     make_task(board, "Ship", blocked_by=["1"])
     assert _try(door, board, "alice", 2, status) == (409, "blocked")
+
+
+@pytest.mark.parametrize("door", DOORS)
+def test_an_agent_may_delete_a_blocked_task_and_what_waits_on_it_stays_held(board, door):
+    _migration_chain(board)
+    token = make_token(board, "alice")
+    refused = DOORS[door](board, "alice", token, 2, "deleted")
+    if refused == "unsupported":
+        pytest.skip(f"{door} cannot delete")
+    assert refused is None
+    assert not Task.objects.filter(board=board, number=2).exists()
+    # #3 now waits for the unapproved migration itself: nobody can claim it.
+    assert list(
+        Task.objects.get(board=board, number=3).blocked_by.values_list("number", flat=True)
+    ) == [1]
+    claim = _api(board, make_token(board, "bob"), "TaskClaim", {"taskId": "3"})
+    assert claim == (409, "blocked")
 
 
 def test_the_refusal_names_the_blocker_that_waits_for_a_person(board, alice):

@@ -130,6 +130,9 @@ MATTERS = Q(
         # What the board decided itself: a held call's fallback when nobody answered, a
         # request withdrawn, an agent given up for gone.
         EventKind.TOOL_CALL_EXPIRED,
+        # A call that ran without the board's verdict (its hook stopped), and who cleared it.
+        EventKind.TOOL_CALL_RAN,
+        EventKind.TOOL_CALL_CLEARED,
         EventKind.APPROVAL_CANCELLED,
         EventKind.AGENT_GONE,
         EventKind.REASSIGNED,

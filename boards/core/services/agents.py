@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from boards.core import events
 from boards.core.errors import InvalidInput, NotFound, TooManyRequests
-from boards.core.services.work import NAME_MAX, text, unit_of_work
+from boards.core.services.work import NAME_MAX, Work, text, unit_of_work
 from boards.core.states import EventKind
 from boards.models import (
     GONE_FACTOR,
@@ -187,6 +187,26 @@ def token_revoke(*, board: Board, token_id: int) -> AgentToken:
         AgentToken.objects.filter(pk=token.pk).update(revoked_at=timezone.now())
         token.refresh_from_db()
     return token
+
+
+def token_suspend(work: Work, *, token_id: int | None, reason: str) -> bool:
+    """Suspend a token of ``work``'s board, inside that unit of work (the caller records
+    why): every door refuses it (``auth``) until ``token_unsuspend``. True when it was
+    not suspended already; a revoked or unknown token is left as it is."""
+    if token_id is None:
+        return False
+    found = AgentToken.objects.filter(
+        board=work.board, pk=token_id, suspended_at__isnull=True, revoked_at__isnull=True
+    )
+    return bool(found.update(suspended_at=work.now, suspended_reason=reason[:300]))
+
+
+def token_unsuspend(work: Work, *, token_id: int | None) -> bool:
+    """Lift a token's suspension, inside ``work`` (a person cleared what caused it)."""
+    if token_id is None:
+        return False
+    found = AgentToken.objects.filter(board=work.board, pk=token_id, suspended_at__isnull=False)
+    return bool(found.update(suspended_at=None, suspended_reason=""))
 
 
 def agent_remove(*, board: Board, name: str, actor: str) -> None:

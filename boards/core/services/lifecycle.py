@@ -12,10 +12,11 @@ all move a task through the functions below, so each rule is written once:
 
 Agents and people differ in what binds them: the approval gate binds agents. A
 gated task that is not approved cannot be completed, failed or deleted by an
-agent, and a denial is final for agents (SPEC §8). Nor can an agent finish or
-delete a task that is still blocked (that would release its dependents past an
-unfinished, perhaps unapproved, blocker), or change the status of another
-agent's live work. Every refusal is a 409 ``Conflict`` whose code names the rule
+agent, and a denial is final for agents (SPEC §8). Nor can an agent finish a task
+that is still blocked (that would release its dependents past an unfinished, perhaps
+unapproved, blocker), or change the status of another agent's live work; it may
+delete a blocked task, whose dependents then inherit its open blockers
+(``tasks._delete``), so nothing is released. Every refusal is a 409 ``Conflict`` whose code names the rule
 and whose message names the task.
 """
 
@@ -80,15 +81,16 @@ def _check_not_blocked(task: Task) -> None:
 
 def _check_agent_may(work: Work, task: Task, action: str) -> None:
     """What binds agents beyond the gate, for a status change or ``"deleted"``: another
-    agent's live work is not theirs to move, and a blocked task is finished (or deleted)
-    only once its blockers are: completing it would release its dependents while a
-    blocker, maybe one waiting for a person's approval, is still open."""
+    agent's live work is not theirs to move, and a blocked task is finished only once its
+    blockers are: completing it would release its dependents while a blocker, maybe one
+    waiting for a person's approval, is still open. Deleting it is allowed: its
+    dependents inherit its open blockers (``tasks._delete``)."""
     if work.person:
         return
     holder = _live_holder(work, task)
     if holder:
         raise refuse("held_by_another", number=task.number, owner=holder)
-    if action not in TERMINAL_STATUSES and action != "deleted":
+    if action not in TERMINAL_STATUSES:
         return
     blockers = open_blockers(task)
     if not blockers:

@@ -21,12 +21,13 @@ from boards.core.errors import PermissionDenied
 from boards.core.services import pushes
 from boards.core.services.work import unit_of_work
 from boards.core.states import EventKind
-from boards.models import Board, Passkey, StepUp, Task, ToolCall
+from boards.models import Board, CallState, Passkey, StepUp, Task, ToolCall
 
 
 def call_key(call: ToolCall) -> str:
-    """A held call's name as pushes and step-ups know it."""
-    return f"call-{call.pk}"
+    """A held call's name as pushes and step-ups know it; a call that ran without the
+    board's verdict is another item (its approval's push is withdrawn, its own sent)."""
+    return f"call-{call.pk}-ran" if call.state == CallState.RAN else f"call-{call.pk}"
 
 
 def task_key(task: Task) -> str:
@@ -37,7 +38,10 @@ def task_key(task: Task) -> str:
 def is_step_up(board: Board, *, call: ToolCall | None = None, task: Task | None = None) -> bool:
     """Whether approving this item is a step-up."""
     if call is not None:
-        return call.step_up
+        # The rule's flag as it is now (made step-up after the call was held: the
+        # approval needs the passkey); a rule deleted since leaves it as it was then.
+        rule = call.gate_rule if call.gate_rule_id is not None else None
+        return rule.step_up if rule is not None else call.step_up
     return task is not None and board.step_up_approvals
 
 

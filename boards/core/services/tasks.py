@@ -23,7 +23,7 @@ from boards.core.services.work import (
     unit_of_work,
 )
 from boards.core.states import EventKind
-from boards.models import PRIORITY_BY_NAME, Board, Message, Priority, Status, Task
+from boards.models import PRIORITY_BY_NAME, Board, Dependency, Message, Priority, Status, Task
 
 METADATA_MAX_KEYS = limits.METADATA_KEYS_MAX
 METADATA_KEY_MAX = limits.METADATA_KEY_MAX
@@ -279,6 +279,7 @@ def _delete(work: Work, task: Task) -> None:
             fields={"parentId": {"from": str(task.number), "to": None}},
         )
         work.change("updated", child.number, fields=["parentId"])
+    _hand_down_blockers(work, task)
     dependents = work.status_changed(task)  # they lose a blocker
     blockers = list(task.blocked_by.values_list("number", flat=True))
     task.delete()
@@ -286,6 +287,37 @@ def _delete(work: Work, task: Task) -> None:
     work.touched.update(dependents + blockers)
     work.record(EventKind.DELETED, task.number, subject=task.subject)
     work.change("deleted", task.number)
+
+
+def _hand_down_blockers(work: Work, task: Task) -> None:
+    """Before ``task`` is deleted: its unfinished dependents inherit its open blockers
+    (not completed), so deleting planned work never releases what waits on it past a
+    blocker still open; each is a change of theirs the answer names."""
+    open_numbers = graph.open_blockers(task)
+    if not open_numbers:
+        return
+    blockers = list(Task.objects.filter(board=work.board, number__in=open_numbers))
+    for dependent in Task.objects.filter(blocker_links__blocker=task).unfinished():
+        own = set(Dependency.objects.filter(task=dependent).values_list("blocker_id", flat=True))
+        new = sorted((b for b in blockers if b.pk not in own), key=lambda b: b.number)
+        if not new:
+            continue
+        graph.add_edges(work, dependent, new, [])
+        inherited = [str(b.number) for b in new]
+        Task.objects.filter(pk=dependent.pk).update(version=F("version") + 1, updated_at=work.now)
+        work.record(
+            EventKind.UPDATED,
+            dependent.number,
+            fields={"addBlockedBy": {"to": inherited}},
+            inheritedFrom=str(task.number),
+        )
+        work.change(
+            "updated",
+            dependent.number,
+            fields=["addBlockedBy"],
+            inheritedBlockedBy=inherited,
+            inheritedFrom=str(task.number),
+        )
 
 
 def task_update(

@@ -379,6 +379,9 @@ def _add_label_filter(request: HtmxHttpRequest, board: Board, response: HttpResp
 
 # A held call's actions that approve it and allow the same call from now on, by scope.
 CALL_FROM_NOW = {"approve-session": "session", "approve-board": "board"}
+# A call that ran without the board's verdict: cleared (an approver), or its token revoked
+# (an admin's: the tokens page's role).
+CALL_CLEARS = {"clear": False, "revoke-token": True}
 
 
 @require_POST
@@ -389,20 +392,33 @@ def call_decide(
     """Approve or deny a coding client's held tool call; the waiting client hears it at
     once (``sessions.tool_call_decide``), with the note as the reason its model reads.
     ``approve-session`` and ``approve-board`` also allow the same call from now on, a
-    change to the gate rules (the rules page's role)."""
+    change to the gate rules (the rules page's role). ``clear`` and ``revoke-token`` end
+    the item of a call that ran without the board's verdict (``sessions.tool_call_clear``)."""
     from_now = CALL_FROM_NOW.get(action)
-    if action not in ("approve", "deny") and from_now is None:
+    revoke = CALL_CLEARS.get(action)
+    if action not in ("approve", "deny") and from_now is None and revoke is None:
         raise Http404("Unknown action")
     if from_now:
         permissions.check(request.user, board, "settings")
-    sessions.tool_call_decide(
-        board=board,
-        person=_person(request),
-        call_id=call_id,
-        approve=action != "deny",
-        note=request.POST.get("note", ""),
-        from_now=from_now or "",
-    )
+    if revoke:
+        permissions.check(request.user, board, "tokens")
+    if revoke is not None:
+        sessions.tool_call_clear(
+            board=board,
+            person=_person(request),
+            call_id=call_id,
+            revoke=revoke,
+            note=request.POST.get("note", ""),
+        )
+    else:
+        sessions.tool_call_decide(
+            board=board,
+            person=_person(request),
+            call_id=call_id,
+            approve=action != "deny",
+            note=request.POST.get("note", ""),
+            from_now=from_now or "",
+        )
     if request.htmx:
         context = {**header_context(board), "oob": False}
         return render(request, "boards/board.html#needs", context)
