@@ -150,8 +150,12 @@ def _ran_ungated(
     the board denied it, still held it for a person, or never saw it asked in a session
     whose calls it has been asked about (every tool call goes through the gated hook)."""
     if entry is None:
-        # Calls are noted only when asked: a session with none never reached the gate.
-        return "the board never saw it asked" if tool and session.calls else ""
+        # Calls are noted only when asked. A tool this session was never asked about may
+        # be one its client sends no PreToolUse for (a client's own tools differ by
+        # version): only a tool the gate has heard of in this session is taken for a
+        # stopped hook, so an ordinary session is never suspended by a client's quirk.
+        asked_before = any(c.get("tool") == tool[:200] for c in session.calls)
+        return "the board never saw it asked" if tool and asked_before else ""
     if held is not None and held.state == CallState.APPROVED:
         return ""
     if held is not None and held.state == CallState.EXPIRED and held.fallback == gates.ALLOW:

@@ -445,3 +445,20 @@ def test_the_item_is_pushed_to_the_devices_approvals_are_pushed_to(
     assert data["title"] == "dev (claude-code) ran Bash without the board's verdict: make deploy"
     assert "without the board's verdict: its hook was stopped" in data["body"]
     assert data["actions"] == []  # cleared on the page, never from a tap
+
+
+def test_the_end_of_a_tool_the_session_was_never_asked_about_is_not_taken_for_tampering(
+    board, token
+):
+    # The session's shell calls reach the gate; its client reports the end of another tool
+    # it sent no PreToolUse for (a client's own tool, a version's quirk): no suspension.
+    assert send("claude-code", token, shell_call("claude-code", "ls"))[1] == {}
+    send("claude-code", token, after("claude-code", shell_call("claude-code", "ls")))
+    other = dict(
+        shell_call("claude-code", "ls"),
+        tool_name="NotebookEdit",
+        tool_input={"notebook_path": "a.ipynb", "new_source": "x"},
+        tool_use_id="call-of-another-tool",
+    )
+    send("claude-code", token, after("claude-code", other))
+    assert not tampering(board) and not suspended(board)
