@@ -21,6 +21,7 @@ from boards.agents import dialects, pipeline, schemas
 from boards.core import auth, metrics, numbers, permissions, selectors
 from boards.core.errors import (
     InvalidInput,
+    MethodNotAllowed,
     ServiceError,
     Unauthorized,
 )
@@ -46,10 +47,7 @@ def _reader(request: HttpRequest, slug: str, action: str, *, admin_token: bool) 
 @csrf_exempt
 async def tool_call(request: HttpRequest, slug: str, tool: str) -> JsonResponse:
     if request.method != "POST":
-        return JsonResponse(
-            {"error": {"code": "method_not_allowed", "message": "Call a tool with POST"}},
-            status=405,
-        )
+        return error_response(MethodNotAllowed("Call a tool with POST"))
     try:
         # Authenticated first (401 before anything), then an unknown tool is a 404 whatever
         # its body; both in the tool's own worker thread.

@@ -61,7 +61,7 @@ from starlette.types import Message, Receive, Scope, Send
 from boards.agents import pipeline, schemas
 from boards.core import auth, selectors
 from boards.core.edge import body_limit, expected_origins, json_problem
-from boards.core.errors import InvalidInput, NotFound, ServiceError, error_body
+from boards.core.errors import InvalidInput, MethodNotAllowed, NotFound, ServiceError, error_body
 
 logger = logging.getLogger(__name__)
 
@@ -490,13 +490,10 @@ async def _serve(scope: Scope, receive: Receive, send: Send, slug: str, headers:
         extra = auth.challenge(exc, headers)
         return await _refuse(scope, receive, send, exc.status, error_body(exc), extra)
     if scope["method"] != "POST":
-        body = {
-            "error": {
-                "code": "method_not_allowed",
-                "message": "This MCP server is stateless: POST only",
-            }
-        }
-        return await _refuse(scope, receive, send, 405, body, {"Allow": "POST"})
+        wrong = MethodNotAllowed("This MCP server is stateless: POST only")
+        return await _refuse(
+            scope, receive, send, wrong.status, error_body(wrong), {"Allow": wrong.allow}
+        )
     messages, receive = await _peek_body(receive)
     raw = b"".join(m.get("body", b"") for m in messages if m["type"] == "http.request")
     # Over the limit, the SDK answers 413 without parsing it.

@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from boards.clients import claude_code, registry, sessions
 from boards.core import auth, services
-from boards.core.errors import InvalidInput, NotFound, ServiceError, store_busy
+from boards.core.errors import InvalidInput, MethodNotAllowed, NotFound, ServiceError, store_busy
 from boards.core.events import listening
 from boards.core.replies import error_response, parse_body, refused, validation_details
 from boards.models import CallState, ToolCall
@@ -252,9 +252,7 @@ async def client_hook(request: HttpRequest, slug: str, client: str) -> JsonRespo
             )
         )
     if request.method != "POST":
-        return error_response(
-            InvalidInput("Send hook events with POST", field="(method)", code="method_not_allowed")
-        )
+        return error_response(MethodNotAllowed("Send hook events with POST"))
     try:
         caller, event, verdict = await sync_to_async(_hook_receive)(request, slug, row)
     except ServiceError as exc:

@@ -227,6 +227,18 @@ class HeadersTooLarge(ServiceError):
     code = "headers_too_large"
 
 
+class MethodNotAllowed(ServiceError):
+    """A door called with a method it does not take; ``allow`` lists the ones it does
+    (the answer's ``Allow`` header)."""
+
+    status = 405
+    code = "method_not_allowed"
+
+    def __init__(self, message: str, *, allow: str = "POST") -> None:
+        super().__init__(message)
+        self.allow = allow
+
+
 class TooManyRequests(ServiceError):
     status = 429
     code = "too_many_requests"

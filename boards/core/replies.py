@@ -16,6 +16,7 @@ from boards.core import auth, edge, numbers
 from boards.core.errors import (
     BODY,
     InvalidInput,
+    MethodNotAllowed,
     PayloadTooLarge,
     ServiceError,
     StoreBusy,
@@ -27,6 +28,8 @@ def error_response(exc: ServiceError) -> JsonResponse:
     response = JsonResponse(error_body(exc), status=exc.status)
     if isinstance(exc, StoreBusy):
         response["Retry-After"] = str(exc.retry_after)
+    if isinstance(exc, MethodNotAllowed):
+        response["Allow"] = exc.allow
     return response
 
 

@@ -252,3 +252,18 @@ async def test_a_call_through_each_door_marks_the_agent_seen_and_renews_its_leas
     seen, lease = await database_sync_to_async(seen_and_lease)()
     assert seen >= since
     assert lease >= since + timedelta(seconds=590) > soon
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/boards/team/tools/TaskList",
+        *(f"/api/boards/team/hooks/{name}" for name in ("claude-code", "codex", "gemini")),
+    ],
+)
+@pytest.mark.parametrize("method", ["get", "put", "delete"])
+def test_the_tool_and_hook_doors_answer_a_wrong_method_405_with_allow(board, path, method):
+    response = getattr(Client(), method)(path)
+    assert response.status_code == 405, (path, method, response.content[:200])
+    assert response["Allow"] == "POST"
+    assert response.json()["error"]["code"] == "method_not_allowed"

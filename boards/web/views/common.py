@@ -69,6 +69,7 @@ def refusal(
     page: str = REFUSED_PAGE,
     as_json: bool = False,
     board: Board | None = None,
+    context: dict[str, Any] | None = None,
 ) -> HttpResponse:
     """The one answer to a refused request (a ``ServiceError`` a people's view raised).
 
@@ -78,7 +79,8 @@ def refusal(
     - a plain post with a page to go ``back`` to: the message, flashed, and a redirect
       there (post/redirect/get), unless the person's role refused it (403): the page
       would offer the same button again, so that is a page saying why;
-    - anything else: ``page`` saying why (``refused`` in its context), with the status.
+    - anything else: ``page`` saying why (``refused`` in its context, beside what
+      ``context`` gives the page), with the status.
     """
     if as_json:
         response: HttpResponse = JsonResponse(error_body(exc), status=exc.status)
@@ -90,8 +92,8 @@ def refusal(
         messages.error(request, exc.message)
         return redirect(back)
     else:
-        context = {"refused": exc.message, "board": board}
-        response = render(request, page, context, status=exc.status)
+        said = {**(context or {}), "refused": exc.message, "board": board}
+        response = render(request, page, said, status=exc.status)
     if isinstance(exc, StoreBusy):
         response["Retry-After"] = str(exc.retry_after)
     patch_vary_headers(response, ["HX-Request"])
@@ -104,6 +106,8 @@ def board_access(
     back: str = "",
     as_json: bool = False,
     fragment: RefusedFragment | None = None,
+    page: str = REFUSED_PAGE,
+    page_context: Callable[[Board], dict[str, Any]] | None = None,
 ) -> Callable[[BoardView], BoardView]:
     """Log in, find the board, check the person's role for ``action`` (``permissions``),
     and answer whatever the view refuses through ``refusal``.
@@ -111,7 +115,8 @@ def board_access(
     The view receives the board and the person's role instead of the slug. A board the
     person is not a member of is a 404, as if it did not exist. ``back`` names the page
     (a URL name taking the board's slug) a refused plain post returns to; ``fragment``
-    may answer a refused htmx request in place of the bare alert.
+    may answer a refused htmx request in place of the bare alert; ``page`` (with what
+    ``page_context`` gives it) says why a refused plain request was refused.
     """
 
     def decorate(view: BoardView) -> BoardView:
@@ -133,16 +138,33 @@ def board_access(
                     if answer is not None:
                         return answer
                 address = reverse(back, args=[board.slug]) if back else ""
-                return refusal(request, exc, back=address, as_json=as_json, board=board)
+                more = page_context(board) if page_context is not None else None
+                return refusal(
+                    request,
+                    exc,
+                    back=address,
+                    as_json=as_json,
+                    board=board,
+                    page=page,
+                    context=more,
+                )
 
         return wrapper
 
     return decorate
 
 
-def refusals(page: str) -> Callable[[BoardView], BoardView]:
-    """``refusal`` for a page outside any board (an invite link): what the view raises
-    is answered by ``page``, with ``refused`` in its context."""
+def refusals(
+    page: str = REFUSED_PAGE,
+    *,
+    back: str = "",
+    as_json: bool = False,
+    page_context: Callable[[HttpRequest], dict[str, Any]] | None = None,
+) -> Callable[[BoardView], BoardView]:
+    """``refusal`` for a view outside any board (an invite link, the person's own page
+    and JSON doors, a push's link): what the view raises is answered by ``page`` (with
+    ``refused`` and what ``page_context`` gives it), by a flash and a redirect to
+    ``back`` (a URL name) for a plain post, or as JSON (``as_json``)."""
 
     def decorate(view: BoardView) -> BoardView:
         @wraps(view)
@@ -150,7 +172,9 @@ def refusals(page: str) -> Callable[[BoardView], BoardView]:
             try:
                 return view(request, *args, **kwargs)
             except ServiceError as exc:
-                return refusal(request, exc, page=page)
+                more = page_context(request) if page_context is not None else None
+                address = reverse(back) if back else ""
+                return refusal(request, exc, page=page, back=address, as_json=as_json, context=more)
 
         return wrapper
 

@@ -10,7 +10,7 @@ from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_GET, require_POST
 
 from boards.core import metrics, numbers, permissions, selectors
-from boards.core.errors import InvalidInput, ServiceError
+from boards.core.errors import InvalidInput
 from boards.models import Board, Role
 from boards.web import charts
 from boards.web.filters import activity_filters
@@ -109,17 +109,18 @@ def graph_json(request: HtmxHttpRequest, board: Board, role: Role) -> HttpRespon
     return response
 
 
+def _metrics_context(board: Board) -> dict[str, Any]:
+    return {"board": board, "ranges": metrics.RANGES}
+
+
 @require_GET
-@board_access("view")
+@board_access("view", page="boards/metrics.html", page_context=_metrics_context)
 def metrics_page(request: HtmxHttpRequest, board: Board, role: Role) -> HttpResponse:
     """Flow metrics and cost over a range, as charts with their numbers in tables
-    (boards.core.metrics); the query is read by the same form as the JSON API's."""
-    context: dict[str, Any] = {"board": board, "ranges": metrics.RANGES}
-    try:
-        range_key, today = metrics.metrics_query(request.GET)
-    except ServiceError as exc:
-        context["error"] = exc.message
-        return render(request, "boards/metrics.html", context, status=exc.status)
+    (boards.core.metrics); the query is read by the same form as the JSON API's (a
+    query it refuses is the page again, saying why, with the ranges to choose from)."""
+    context = _metrics_context(board)
+    range_key, today = metrics.metrics_query(request.GET)
     data = metrics.metrics(board, range_key=range_key, today=today)
     win = metrics.window_of(data)
     labels = [win.label(at) for at in win.buckets]

@@ -6,6 +6,7 @@ the one-time links a notification's actions post to."""
 from __future__ import annotations
 
 import json
+from functools import wraps
 from typing import Any
 
 from django import forms
@@ -22,14 +23,12 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from boards.core.errors import (
     BODY,
     InvalidInput,
-    ServiceError,
     Unauthorized,
-    error_body,
     refuse,
 )
 from boards.models import Board
 from boards.push import devices, keys, links, passkeys
-from boards.web.views.common import HtmxHttpRequest
+from boards.web.views.common import HtmxHttpRequest, refusals
 
 
 class DeviceRemoveForm(forms.Form):
@@ -72,10 +71,6 @@ def service_worker(request: HttpRequest) -> HttpResponse:
     return response
 
 
-def _json_refusal(exc: ServiceError) -> JsonResponse:
-    return JsonResponse(error_body(exc), status=exc.status)
-
-
 def _json(text: str | bytes, field: str) -> Any:
     try:
         return json.loads(text)
@@ -95,21 +90,32 @@ def push_key(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"publicKey": keys.public_key()})
 
 
-@require_POST
+def _logged_in_json(view: Any) -> Any:
+    """A JSON door of the person's own (CSRF-checked like every page's request); what it
+    refuses is answered through the one refusal path, as JSON."""
+
+    @require_POST
+    @refusals(as_json=True)
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
+        if not request.user.is_authenticated:
+            raise _logged_out()
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+@_logged_in_json
 def push_subscribe(request: HttpRequest) -> JsonResponse:
     """Keep this browser's PushSubscription for the person logged in (CSRF-checked like
     every page's request); 201 ``{"id"}``."""
-    if not request.user.is_authenticated:
-        return _json_refusal(_logged_out())
-    try:
-        device = devices.device_subscribe(user=request.user, body=_body(request))
-    except ServiceError as exc:
-        return _json_refusal(exc)
+    device = devices.device_subscribe(user=request.user, body=_body(request))
     return JsonResponse({"id": device.pk}, status=201)
 
 
 @csrf_exempt
 @require_POST
+@refusals(as_json=True)
 def push_act(request: HttpRequest, action: str) -> JsonResponse:
     """A push's Approve or Deny: the link is the credential (one-time, bound to its
     person and the item's exact state), so no session or CSRF token is asked.
@@ -117,87 +123,58 @@ def push_act(request: HttpRequest, action: str) -> JsonResponse:
     The link is ``/push/act/<action>/#t=<secret>``: the service worker posts the secret
     from the fragment as the form field ``token``; a fragment never reaches the server,
     so no access log holds it."""
-    try:
-        decided = links.link_act(request.POST.get("token", ""), action=action)
-    except ServiceError as exc:
-        return _json_refusal(exc)
+    decided = links.link_act(request.POST.get("token", ""), action=action)
     return JsonResponse({"decided": decided})
 
 
-@login_required
-@require_http_methods(["GET", "POST"])
-def person_page(request: HtmxHttpRequest) -> HttpResponse:
-    """The person's own page: the devices told of what waits for them, and passkeys."""
-    if request.method == "POST" and "kinds_of" in request.POST:
-        kindsform = DeviceKindsForm(request.POST)
-        try:
-            if not kindsform.is_valid():
-                raise InvalidInput("Which kinds? Reload the page and try again.", field="kinds")
-            device = devices.device_kinds_set(
-                user=request.user,
-                device_id=kindsform.cleaned_data["kinds_of"],
-                kinds=kindsform.cleaned_data["kinds"],
-            )
-            messages.success(request, f"Saved what {device.name} is told of.")
-        except ServiceError as exc:
-            messages.error(request, exc.message)
-        return redirect("person")
-    if request.method == "POST" and "passkey" in request.POST:
-        keyform = PasskeyRemoveForm(request.POST)
-        try:
-            if not keyform.is_valid():
-                raise InvalidInput("Which passkey? Reload the page and try again.", field="passkey")
-            mine = keyform.cleaned_data
-            passkeys.passkey_remove(
-                user=request.user,
-                session=request.session,
-                passkey_id=mine["passkey"],
-                assertion=_json(mine["assertion"], "assertion") if mine["assertion"] else None,
-                password=mine["password"] or None,
-            )
-        except ServiceError as exc:
-            # Refused: the page again, saying why, under the refusal's status.
-            messages.error(request, exc.message)
-            return _person_page(request, status=exc.status)
-        messages.success(request, "Passkey removed.")
-        return redirect("person")
-    if request.method == "POST":
-        form = DeviceRemoveForm(request.POST)
-        if form.is_valid():
-            try:
-                devices.device_remove(user=request.user, device_id=form.cleaned_data["device"])
-                messages.success(request, "Device removed: it gets no more pushes.")
-            except ServiceError as exc:
-                messages.error(request, exc.message)
-        else:
-            messages.error(request, "Which device? Reload the page and try again.")
-        return redirect("person")
-    return _person_page(request)
-
-
-def _person_page(request: HttpRequest, status: int = 200) -> HttpResponse:
-    context = {
+def _person_context(request: HttpRequest) -> dict[str, Any]:
+    return {
         "devices": devices.devices_of(request.user),
         "kinds": list(devices.KINDS.items()),
         "passkeys": passkeys.passkeys_of(request.user),
         "public_url": settings.KANBAN_PUBLIC_URL,
     }
-    return render(request, "push/person.html", context, status=status)
 
 
-def _logged_in_json(view: Any) -> Any:
-    """A JSON door of the person's own (CSRF-checked like every page's request)."""
-
-    @require_POST
-    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
-        if not request.user.is_authenticated:
-            return _json_refusal(_logged_out())
-        try:
-            return view(request, *args, **kwargs)
-        except ServiceError as exc:
-            return _json_refusal(exc)
-
-    return wrapper
+@login_required
+@require_http_methods(["GET", "POST"])
+@refusals("push/person.html", page_context=_person_context)
+def person_page(request: HtmxHttpRequest) -> HttpResponse:
+    """The person's own page: the devices told of what waits for them, and passkeys. A
+    refused change is the page again, saying why, under the refusal's status."""
+    if request.method == "POST" and "kinds_of" in request.POST:
+        kindsform = DeviceKindsForm(request.POST)
+        if not kindsform.is_valid():
+            raise InvalidInput("Which kinds? Reload the page and try again.", field="kinds")
+        device = devices.device_kinds_set(
+            user=request.user,
+            device_id=kindsform.cleaned_data["kinds_of"],
+            kinds=kindsform.cleaned_data["kinds"],
+        )
+        messages.success(request, f"Saved what {device.name} is told of.")
+        return redirect("person")
+    if request.method == "POST" and "passkey" in request.POST:
+        keyform = PasskeyRemoveForm(request.POST)
+        if not keyform.is_valid():
+            raise InvalidInput("Which passkey? Reload the page and try again.", field="passkey")
+        mine = keyform.cleaned_data
+        passkeys.passkey_remove(
+            user=request.user,
+            session=request.session,
+            passkey_id=mine["passkey"],
+            assertion=_json(mine["assertion"], "assertion") if mine["assertion"] else None,
+            password=mine["password"] or None,
+        )
+        messages.success(request, "Passkey removed.")
+        return redirect("person")
+    if request.method == "POST":
+        form = DeviceRemoveForm(request.POST)
+        if not form.is_valid():
+            raise InvalidInput("Which device? Reload the page and try again.", field="device")
+        devices.device_remove(user=request.user, device_id=form.cleaned_data["device"])
+        messages.success(request, "Device removed: it gets no more pushes.")
+        return redirect("person")
+    return render(request, "push/person.html", _person_context(request))
 
 
 def _object(request: HttpRequest) -> dict[str, Any]:
