@@ -1,5 +1,5 @@
 // Agent Kanban board behaviour: catches up on reconnect,
-// searches and filters (on the server, the socket reopened to keep to them), drags cards between columns, and flags agents that went quiet; on a
+// searches and filters (on the server, which swaps in a socket that keeps to them), drags cards between columns, and flags agents that went quiet; on a
 // phone shows one column at a time (tabs) and the details as a sheet; moves cards from
 // the keyboard (a menu on each card, shortcut keys); announces pushed changes politely.
 (function () {
@@ -30,13 +30,12 @@
     return el ? el.dataset.query || "" : "";
   }
 
-  // The board's socket (its hx-ws:connect, without the query the page was rendered with),
-  // from the sequence the page shows now, with the filters it shows.
+  // The board's socket (#board-socket's hx-ws:connect, with the filters it was rendered
+  // with), from the sequence the page shows now: a reconnect catches up from there.
   function socketUrl() {
-    var path = board().getAttribute("hx-ws:connect").split("?")[0];
-    var seq = byId("board-seq");
-    var filter = currentFilter();
-    return socketAddress(path + "?seq=" + (seq ? seq.dataset.seq : "") + (filter ? "&" + filter : ""));
+    var url = new URL(byId("board-socket").getAttribute("hx-ws:connect"), location.href);
+    url.searchParams.set("seq", byId("board-seq").dataset.seq);
+    return socketAddress(url.pathname + url.search);
   }
 
   // ---- Announcements: one polite live region, one summary per burst of pushes ----------
@@ -104,47 +103,18 @@
   function setLive(state) {
     var el = byId("live-status");
     if (!el) return;
-    document.documentElement.dataset.live = state;
     el.dataset.state = state;
-    el.textContent = state === "live" ? "● live" : "○ reconnecting…";
-    // A socket reopened for new filters is no loss worth announcing.
-    if (!refiltering) {
-      if (state === "down" && liveState === "live") announce("Live updates lost; reconnecting.");
-      if (state === "live" && liveState === "down") announce("Live updates are back.");
-    }
+    if (state === "down" && liveState === "live") announce("Live updates lost; reconnecting.");
+    if (state === "live" && liveState === "down") announce("Live updates are back.");
     liveState = state;
   }
 
   // ---- Search and filters (the server filters the columns) ------------------------------
 
   // The form asks the server (htmx, hx-push-url) for the columns as the filters keep them,
-  // with the sequence they were read at. Meanwhile, and until the socket is reopened with
-  // the new filters from that sequence, pushes for the old ones are dropped: the new
-  // socket's catch-up brings what they carried.
-  var boardConnection = null;
-  var socketFilter = null;
-  var filtering = 0;
-  var refiltering = false;
-
-  function reopenSocket() {
-    if (!boardConnection || !boardConnection.socket) return;
-    refiltering = true;
-    boardConnection.url = socketUrl();
-    // Closed by the page, the extension reconnects by itself (to socketUrl()) once told that
-    // a normal closure is one to reconnect after (the server ends for good with 44xx).
-    var codes = boardConnection.config.reconnectCodes;
-    [1000, 1005].forEach(function (code) { if (codes.indexOf(code) < 0) codes.push(code); });
-    boardConnection.socket.close();
-  }
-
+  // with the sequence they were read at and a new #board-socket for those filters from
+  // that sequence: htmx closes the old socket as it swaps it out and opens the new one.
   function setUpFilters() {
-    var form = byId("board-filters");
-    if (!form) return;
-    form.addEventListener("htmx:before:request", function () { filtering++; });
-    form.addEventListener("htmx:finally:request", function () {
-      filtering = Math.max(0, filtering - 1);
-      if (!filtering) reopenSocket();
-    });
     // Back and forward: the page at that address, as the server filters it.
     document.addEventListener("htmx:before:history:restore", function (event) {
       event.preventDefault();
@@ -315,10 +285,10 @@
   // the focus where it is (the server tells which: ``kanban:asked``, views/common.py).
   function showTask(url, asked) {
     // Asked from the panel's container (its targets go to the panel, so htmx names the
-    // panel in HX-Target); refreshed from the panel itself.
+    // panel in HX-Target); refreshed from the panel itself, morphed (see setUpDetail).
     var detail = byId("detail");
     var source = asked ? detail.parentNode.closest("[hx-target\\:inherited]") : detail;
-    return htmx.ajax("GET", url, { source: source, target: detail, swap: "innerHTML" });
+    return htmx.ajax("GET", url, { source: source, target: detail, swap: asked ? "innerHTML" : "innerMorph" });
   }
   window.kanban = { showTask: showTask, socketAddress: socketAddress };
 
@@ -327,7 +297,23 @@
     var detail = byId("detail");
     if (!detail) return;
     placeholder = detail.innerHTML;
-    // A swap replaces what a person was on inside the panel: give them its heading.
+    // The task the panel shows, shown again (a refresh after a push, the answer to one of
+    // its forms), is morphed into it: the focus, the caret and what a person typed or
+    // chose stay, for a field they changed is marked for htmx's morph to skip. The form
+    // they sent starts again from the answer; a refused one keeps what they typed.
+    detail.addEventListener("input", function (event) {
+      event.target.setAttribute("hx-morph-skip", "");
+    });
+    detail.addEventListener("htmx:config:request", function (event) {
+      if (event.target.closest("form")) event.detail.ctx.swap = "innerMorph";
+    });
+    detail.addEventListener("htmx:after:swap", function (event) {
+      var form = event.target.closest && event.target.closest("form");
+      if (!form || !event.detail.ctx.response || event.detail.ctx.response.status >= 400) return;
+      each("[hx-morph-skip]", function (field) { field.removeAttribute("hx-morph-skip"); }, form);
+      form.reset();
+    });
+    // A swap that took away what a person was on inside the panel: give them its heading.
     document.addEventListener("htmx:before:swap", function (event) {
       var ctx = event.detail.ctx;
       if (ctx.target === detail && !/^none\b/.test(ctx.swap || "") && detail.contains(document.activeElement)) {
@@ -337,7 +323,7 @@
     document.addEventListener("htmx:after:swap", function (event) {
       if (!focusDetail || event.detail.ctx.target !== detail) return;
       focusDetail = false;
-      focusDetailHeading(detail);
+      if (!detail.contains(document.activeElement)) focusDetailHeading(detail);
     });
     // The server says a person asked for what the panel shows now: it takes the focus,
     // opened as a sheet on a narrow screen.
@@ -346,19 +332,10 @@
       if (sheet && sheetQuery.matches && !sheet.open) sheet.showModal();
       focusDetailHeading(detail);
     });
+    // The sheet closes by itself (its Close button's command, Esc, a click on the
+    // backdrop beside it: closedby="any"); what it showed goes with it.
     var sheet = detailSheet();
     if (!sheet) return;
-    document.addEventListener("click", function (event) {
-      if (event.target.closest && event.target.closest("[data-close-detail]")) sheet.close();
-    });
-    // A click on the backdrop beside the sheet (a tablet) closes it too.
-    sheet.addEventListener("click", function (event) {
-      if (event.target !== sheet || !sheet.open) return;
-      var rect = sheet.getBoundingClientRect();
-      var inside = event.clientX >= rect.left && event.clientX <= rect.right &&
-        event.clientY >= rect.top && event.clientY <= rect.bottom;
-      if (!inside) sheet.close();
-    });
     sheet.addEventListener("close", function () {
       if (sheet.dataset.keep) { delete sheet.dataset.keep; return; }
       var open = detail.querySelector("[data-detail-task]");
@@ -750,7 +727,7 @@
   // ---- The socket ---------------------------------------------------------------------
 
   // Registered when this script runs, before htmx (loaded after it) opens the socket,
-  // on document because the extension's events bubble up from the #board element.
+  // on document because the extension's events bubble up from the socket's element.
   // Every socket's element says whether it is connected (data-socket: live / down).
   document.addEventListener("htmx:ws:after:connection", function (event) {
     if (event.target && event.target.dataset) event.target.dataset.socket = "live";
@@ -758,31 +735,23 @@
   document.addEventListener("htmx:ws:close", function (event) {
     if (event.target && event.target.dataset) event.target.dataset.socket = "down";
   });
-  // The board's own socket (#board); the header's inbox count has a socket of its own.
-  function boardSocket(event) { return !!board() && event.target === board(); }
+  // The board's own socket (#board-socket); the header's inbox count has one of its own.
+  function boardSocket(event) { return event.target.id === "board-socket"; }
   document.addEventListener("htmx:ws:before:connection", function (event) {
-    if (!boardSocket(event)) return;
-    event.detail.connection.url = socketUrl();
-    socketFilter = currentFilter();
+    if (boardSocket(event)) event.detail.connection.url = socketUrl();
   });
   document.addEventListener("htmx:ws:after:connection", function (event) {
-    if (!boardSocket(event)) return;
-    boardConnection = event.detail.connection;
-    setLive("live");
-    refiltering = false;
+    if (boardSocket(event)) setLive("live");
   });
+  // A socket swapped out for new filters ("removed") is no loss: its successor is opening.
   document.addEventListener("htmx:ws:close", function (event) {
-    if (boardSocket(event)) setLive("down");
+    if (boardSocket(event) && event.detail.reason !== "removed") setLive("down");
   });
   // A pushed "Needs you" list (the board's strip, the inbox) replaces its items: the note a
   // person is typing survives by itself (hx-preserve, need.html). The card the panel shows is
   // noted here: a push that replaces or removes it refreshes the panel.
   var openCard = null;
   document.addEventListener("htmx:ws:before:message:incoming", function (event) {
-    if (boardSocket(event) && (filtering || socketFilter !== currentFilter())) {
-      event.detail.cancelled = true;
-      return;
-    }
     rememberFocus();
     var open = document.querySelector("#detail [data-detail-task]");
     openCard = open ? { number: open.dataset.detailTask, card: byId("task-" + open.dataset.detailTask) } : null;
@@ -793,7 +762,6 @@
     if (!boardSocket(event)) return;
     // A visible-again tab reconnects without before:connection, so keep the URL current.
     event.detail.connection.url = socketUrl();
-    socketFilter = currentFilter();
     // Before the columns are trimmed: only a card this push replaced or removed counts.
     var seen = openCard;
     openCard = null;
@@ -850,9 +818,6 @@
     setUpDragAndDrop();
     setUpMoveMenu();
     document.addEventListener("keydown", onKey);
-    document.addEventListener("click", function (event) {
-      if (event.target.closest && event.target.closest("[data-shortcuts]")) openHelp();
-    });
     lastProgress = progressText();
     setInterval(function () { showLeases(); showClocks(); }, 1000);
     showLeases();

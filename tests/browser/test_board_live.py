@@ -316,7 +316,7 @@ def test_a_page_catches_up_after_the_server_restarts(
     # reconnect itself (on close code 1006) is the extension's own.
     page.evaluate(
         """() => {
-          const connection = document.getElementById("board")._htmx.ws.connection;
+          const connection = document.getElementById("board-socket")._htmx.ws.connection;
           connection.config.reconnectMaxDelay = 1000;
         }"""
     )
