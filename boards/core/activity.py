@@ -11,18 +11,17 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from boards.core.reasons import question
-from boards.core.states import EventKind
+from boards.core.reasons import REASONS, question
+from boards.core.states import (
+    APPROVAL_DECIDED,
+    APPROVAL_REQUESTED,
+    COMPLETED,
+    FAILED,
+    NEEDS_ATTENTION,
+    RECLAIMED,
+    EventKind,
+)
 from boards.models import Status
-
-# Signals: the kinds of event a person can ask to be reached about (notifications,
-# webhooks). Each event raises at most one.
-APPROVAL_REQUESTED = "approval_requested"
-APPROVAL_DECIDED = "approval_decided"
-FAILED = "failed"
-RECLAIMED = "reclaimed"
-NEEDS_ATTENTION = "needs_attention"
-COMPLETED = "completed"
 
 SIGNALS: dict[str, str] = {
     APPROVAL_REQUESTED: "Approval requested",
@@ -51,7 +50,8 @@ def notifies(reason: str, kinds: Iterable[str]) -> bool:
     """Whether an item that needs a person (SPEC §12) notifies someone who chose ``kinds``:
     its own signal (a request for approval, a failure), or any "needs attention"."""
     chosen = set(kinds)
-    own = {"approval": APPROVAL_REQUESTED, "failed": FAILED}.get(reason, NEEDS_ATTENTION)
+    row = REASONS.get(reason)
+    own = row.signal if row is not None else NEEDS_ATTENTION
     return own in chosen or NEEDS_ATTENTION in chosen
 
 

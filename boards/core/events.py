@@ -40,6 +40,7 @@ from django.dispatch import receiver
 from django.http import HttpRequest
 
 from boards.core.activity import describe, signal_of
+from boards.core.fields import TASK_FIELDS
 from boards.core.states import EventKind
 from boards.models import Board, Event, Status, Task
 
@@ -132,10 +133,12 @@ def event_to_dict(event: Event) -> dict:
     }
 
 
-# Changes to these fields alone leave the header (counts, approvals, roster) as it was.
+# Changes to these fields alone leave the header (counts, approvals, roster) as it was:
+# the quiet rows of ``TASK_FIELDS``, and the fields kept by services of their own
+# ((un)blocking has its own events).
 QUIET_FIELDS = frozenset(
-    {"description", "activeForm", "metadata", "prompt", "result", "notes", "parentId", "usage"}
-    | {"addBlockedBy", "removeBlockedBy", "addBlocks"}  # (un)blocking has its own events
+    {row.wire for row in TASK_FIELDS if row.quiet}
+    | {"metadata", "parentId", "usage", "addBlockedBy", "removeBlockedBy", "addBlocks"}
 )
 
 

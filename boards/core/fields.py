@@ -38,6 +38,9 @@ class TaskField:
     # or not at all (shown elsewhere, like the subject in the header).
     panel: Literal["text", "pre", ""] = ""
     label: str = ""
+    # A change to it alone leaves the board's header (counts, approvals, roster) as it
+    # was, so the header is not rendered again (``events.changes_header``).
+    quiet: bool = False
 
 
 TASK_FIELDS: tuple[TaskField, ...] = (
@@ -55,12 +58,14 @@ TASK_FIELDS: tuple[TaskField, ...] = (
         help="What needs to be done, in detail.",
         panel="text",
         label="Description",
+        quiet=True,
     ),
     TaskField(
         "active_form",
         "activeForm",
         SUBJECT_MAX,
         help='Present participle shown while in progress, e.g. "Fixing auth bug".',
+        quiet=True,
     ),
     TaskField(
         "prompt",
@@ -69,6 +74,7 @@ TASK_FIELDS: tuple[TaskField, ...] = (
         help="Full instructions for the agent that will do the task.",
         panel="pre",
         label="Prompt",
+        quiet=True,
     ),
     TaskField(
         "result",
@@ -78,8 +84,11 @@ TASK_FIELDS: tuple[TaskField, ...] = (
         update_help="The task's output; set it when completing.",
         panel="pre",
         label="Result",
+        quiet=True,
     ),
-    TaskField("notes", "notes", LONG_TEXT_MAX, creatable=False, panel="text", label="Notes"),
+    TaskField(
+        "notes", "notes", LONG_TEXT_MAX, creatable=False, panel="text", label="Notes", quiet=True
+    ),
     TaskField(
         "owner",
         "owner",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from boards.core.states import Reason
+from boards.core.states import APPROVAL_REQUESTED, FAILED, NEEDS_ATTENTION, Reason
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,8 @@ class ReasonRow:
     # the row's own recommendation then joins the others.
     owner_away: Act | None = None
     question_owner_away: str = ""
+    # The signal an item of this reason notifies as (a person chooses signals).
+    signal: str = NEEDS_ATTENTION
 
     def recommended_for(self, owner_away: bool) -> Act | None:
         """The action recommended first, as the owner's liveness has it."""
@@ -60,6 +62,7 @@ REASONS: dict[str, ReasonRow] = {
         "waits for a person's approval",
         None,
         (Act("approve", "Approve", "approve"), Act("deny", "Deny", "deny")),
+        signal=APPROVAL_REQUESTED,
     ),
     Reason.FAILED: ReasonRow(
         "failed, and work waits on it; retry it, go on without it, or cancel the chain",
@@ -73,6 +76,7 @@ REASONS: dict[str, ReasonRow] = {
             "failed or timed out {failures} time{plural} (the board allows {max_attempts}); "
             "retry it, reassign it or cancel it"
         ),
+        signal=FAILED,
     ),
     Reason.STRANDED: ReasonRow(
         "was cancelled or denied, and work waits on it; go on without it, reopen it, "
@@ -114,6 +118,8 @@ REASONS: dict[str, ReasonRow] = {
         "revoke the token",
         Act("clear", "Clear", "approve"),
         (Act("revoke-token", "Revoke token", "tokens"),),
+        # As urgent as an approval: whoever is told of approvals is told of this.
+        signal=APPROVAL_REQUESTED,
     ),
     Reason.SESSION_WAITING: ReasonRow(
         "waits for you in its session",

@@ -154,3 +154,14 @@ class EventKind(models.TextChoices):
     PUSH_WITHDRAWN = "push_withdrawn", "Push withdrawn"
     PUSH_ACTED = "push_acted", "Decided from a push"
     STEP_UP = "step_up", "Confirmed with a passkey"
+
+
+# Signals: the kinds of event a person can ask to be reached about (notifications,
+# webhooks). Each event raises at most one; each Needs-you reason notifies as one
+# (``reasons.ReasonRow.signal``).
+APPROVAL_REQUESTED = "approval_requested"
+APPROVAL_DECIDED = "approval_decided"
+FAILED = "failed"
+RECLAIMED = "reclaimed"
+NEEDS_ATTENTION = "needs_attention"
+COMPLETED = "completed"

@@ -6,7 +6,11 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from boards.core import services
-from boards.core.activity import describe, signal_of
+from boards.core.activity import describe, notifies, signal_of
+from boards.core.events import changes_header
+from boards.core.fields import TASK_FIELDS
+from boards.core.reasons import REASONS
+from boards.core.states import APPROVAL_REQUESTED, FAILED, NEEDS_ATTENTION, EventKind, Reason
 from boards.models import Event
 from tests.core.test_leases import lapse
 from tests.support.htmltext import flat
@@ -80,3 +84,25 @@ async def test_each_push_carries_its_events_as_sentences_and_the_next_replaces_t
         assert "created by" not in second
     finally:
         await communicator.disconnect()
+
+
+def test_each_reason_notifies_as_its_rows_signal():
+    # A person told only of approvals hears of approvals and of calls that ran without the
+    # board's verdict; one told of failures hears of failures; anything else is "needs
+    # attention", which whoever chose it hears of every item.
+    for reason, row in REASONS.items():
+        assert notifies(reason, {row.signal}), reason
+        assert notifies(reason, {NEEDS_ATTENTION}), reason
+    assert notifies(Reason.TAMPERING, {APPROVAL_REQUESTED})
+    assert notifies(Reason.FAILED, {FAILED}) and not notifies(Reason.FAILED, {APPROVAL_REQUESTED})
+    assert not notifies(Reason.NO_PROGRESS, {APPROVAL_REQUESTED, FAILED})
+
+
+def test_a_change_to_quiet_fields_alone_leaves_the_header_as_it_was():
+    quiet = {row.wire for row in TASK_FIELDS if row.quiet}
+    assert quiet == {"description", "activeForm", "prompt", "result", "notes"}
+    updated = Event(kind=EventKind.UPDATED, data={"fields": dict.fromkeys(quiet)})
+    assert not changes_header([updated])
+    for loud in ("subject", "owner"):
+        changed = Event(kind=EventKind.UPDATED, data={"fields": {loud: {"to": "x"}}})
+        assert changes_header([changed]), loud

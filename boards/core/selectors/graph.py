@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from boards.core.activity import STATUS_NAMES
 from boards.core.errors import InvalidInput, refuse
-from boards.core.rules import UNFINISHED, column_of, gives_up, is_ready
+from boards.core.rules import UNFINISHED, awaits_person, column_of, gives_up, is_ready
 from boards.core.selectors.tasks import labels_of
 from boards.models import TERMINAL_STATUSES, ApprovalState, Board, Dependency, Status, Task
 
@@ -222,7 +222,7 @@ def readiness(board: Board, task: Task) -> dict[str, Any]:
                 "reassign or cancel it)"
             )
         gated = ""
-        if node.approval_required and node.approval_state != ApprovalState.APPROVED:
+        if awaits_person(node):
             gated = ", needs approval to start"
         head = f"#{number} ({_status_words(node.status, node.owner)}{gated})"
         below = sorted(waits.get(number, []))
@@ -280,7 +280,7 @@ def _unblocked_words(node: _Node, max_attempts: int) -> str:
         )
     if node.owner:
         return f"nothing blocks it: it waits for {node.owner} to start it"
-    if node.approval_required and node.approval_state != ApprovalState.APPROVED:
+    if awaits_person(node):
         return "nothing blocks it: it can be claimed now, and a claim asks a person's approval"
     return "nothing blocks it: it can be claimed now"
 

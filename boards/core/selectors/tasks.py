@@ -22,7 +22,14 @@ from boards.core.activity import needs_sentence
 from boards.core.errors import InvalidInput, NotFound, refuse
 from boards.core.fulltext import Terms, search_terms
 from boards.core.numbers import id_number, spelled
-from boards.core.rules import TaskQuerySet, column_of, gives_up, is_ready, needs_of
+from boards.core.rules import (
+    TaskQuerySet,
+    awaits_person,
+    column_of,
+    gives_up,
+    is_ready,
+    needs_of,
+)
 from boards.core.selectors.search import TaskFilter, search_matching, search_ranked
 from boards.core.states import DEAD_ENDS, UNFINISHED
 from boards.models import (
@@ -109,6 +116,12 @@ class TaskView:
     @property
     def blocked(self) -> bool:
         return self.task.status not in TERMINAL_STATUSES and bool(self.open_blockers)
+
+    @property
+    def awaits_person(self) -> bool:
+        """An open gated task no person has approved (``rules.awaits_person``): the card's
+        "needs approval" tag, or "awaiting approval" once a claim asked."""
+        return self.task.status not in TERMINAL_STATUSES and awaits_person(self.task)
 
     @property
     def column(self) -> str:
