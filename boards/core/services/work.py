@@ -24,15 +24,9 @@ from boards.core import events, limits
 from boards.core.activity import status_to
 from boards.core.errors import InvalidInput, refuse
 from boards.core.rules import KEPT_COUNTS, count_delta, counted_bits
-from boards.core.selectors import (
-    Flags,
-    TaskView,
-    cycle_through,
-    derive_flags,
-    parse_task_id,
-    view_of,
-)
+from boards.core.selectors import TaskView, cycle_through, parse_task_id, view_of
 from boards.core.services import outbox
+from boards.core.services.flags import Flags, derive_flags
 from boards.core.states import EventKind
 from boards.models import Board, Dependency, Event, FlowDay, Label, Reason, Status, Task
 

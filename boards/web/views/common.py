@@ -92,8 +92,8 @@ def refusal(
         messages.error(request, exc.message)
         return redirect(back)
     else:
-        said = {**(context or {}), "refused": exc.message, "board": board}
-        response = render(request, page, said, status=exc.status)
+        shown: dict[str, Any] = {**(context or {}), "refused": exc.message, "board": board}
+        response = render(request, page, shown, status=exc.status)
     if isinstance(exc, StoreBusy):
         response["Retry-After"] = str(exc.retry_after)
     patch_vary_headers(response, ["HX-Request"])
