@@ -205,3 +205,21 @@ def test_the_real_cli_sends_the_plan_we_read_and_obeys_a_refused_completion(tmp_
         ("1", "", "in_progress"),
         ("1", "Write the fix", None),  # TaskCompleted, refused: its TaskUpdate failed
     ]
+
+
+@pytest.mark.django_db
+def test_a_completion_whose_check_never_answered_asks_a_person(board, token, person_client):
+    # The session's TaskCompleted hook died (the client then goes on: it ignores
+    # onFailure there), so the board hears of the completion only from its PostToolUse:
+    # the card stays, and a person is asked, never a silent drop.
+    send(token, created("1", "Drop the table"))
+    send(token, updated("1", "in_progress"))
+    card = Task.objects.get(board=board, client_task_id="1")
+    person_client.post(f"/boards/team/tasks/{card.number}/require-approval/", {"required": "1"})
+
+    send(token, updated("1", "completed", was="in_progress"))
+
+    card.refresh_from_db()
+    assert (card.status, card.approval_state) == (Status.IN_PROGRESS, ApprovalState.REQUESTED)
+    assert "without the board's approval" in card.approval_reason
+    assert "approval" in [i["reason"] for i in selectors_needs(board)]

@@ -82,6 +82,8 @@ def _apply(work: Work, session: str, plan: str, step: PlanStep) -> None:
         fields["active_form"] = step.active_form[: limits.SUBJECT_MAX]
     if step.status in STATUSES:
         fields["status"] = STATUSES[step.status]
+    if fields.get("status") == Status.COMPLETED and _completed_unasked(work, task):
+        del fields["status"]  # the card waits for the person, who now sees it asked
     blockers = [
         n
         for n in Task.objects.filter(
@@ -95,13 +97,32 @@ def _apply(work: Work, session: str, plan: str, step: PlanStep) -> None:
         _update(work, task, fields)
 
 
+def _completed_unasked(work: Work, task: Task) -> bool:
+    """The session completed a card that waits for a person's approval, though the board
+    refused it no completion (its ``TaskCompleted`` check never answered: the client
+    goes on when that hook fails, killed or timed out). The completion is not the
+    session's to make, and not to be dropped without a word either: the approval is asked
+    for (a Needs-you item), unless it already is. True when the card stays as it is."""
+    if task.status in TERMINAL_STATUSES or not awaits_person(task):
+        return False
+    if task.approval_state not in (ApprovalState.REQUESTED, ApprovalState.DENIED):
+        lifecycle.request_approval(
+            work,
+            task,
+            f"{work.actor} completed “{task.subject[:200]}” in its session without the "
+            "board's approval: approve it, then complete the card",
+        )
+    return True
+
+
 def plan_apply(
     *, board: Board, agent: str, session: str, plan: str, steps: Sequence[PlanStep]
 ) -> None:
     """Keep a session's plan in step with what its client says of its tasks: a task not
     seen before is a new card owned by ``agent``; a known one is updated (a status the
-    board's rules refuse, as completing a card that waits for a person, is left as it is,
-    since the client has already moved on). Each step is its own unit of work."""
+    board's rules refuse is left as it is, since the client has already moved on; a
+    completion of a card that waits for a person asks for the approval). Each step is
+    its own unit of work."""
     for step in steps:
         if not step.client_task_id:
             continue
