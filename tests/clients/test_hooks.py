@@ -22,6 +22,7 @@ from boards.core.errors import Conflict, PermissionDenied
 from boards.core.services import gaterules
 from boards.models import Board, CallState, ClientSession, Event, GateRule, Passkey, ToolCall
 from tests.support.factories import make_board, make_token
+from tests.support.htmltext import flat
 
 CWD = "/home/dev/project"
 
@@ -474,3 +475,12 @@ def test_no_standing_approval_for_a_call_whose_rule_became_step_up_after_it_was_
     # Refused whole: the call still waits, and no rule was added.
     assert ToolCall.objects.get(pk=call.pk).state == CallState.REQUESTED
     assert not GateRule.objects.filter(board=board, decision="allow").exists()
+
+
+@pytest.mark.parametrize(("fallback", "said"), [("deny", "denies in"), ("allow", "allows in")])
+def test_a_held_calls_clock_says_what_the_board_will_answer(board, person_client, fallback, said):
+    call = _held_now(board, "git reset --hard")
+    ToolCall.objects.filter(pk=call.pk).update(fallback=fallback)
+    page = flat(person_client.get("/boards/team/").content.decode())
+    assert f"{said} " in page, page[:2000]
+    assert "denys" not in page and "allows in" not in page.replace(said, "")
