@@ -1,13 +1,18 @@
 """Reading any client's tool call as Claude Code's (SPEC §13): one table per client maps
 its own tool names and input keys to Claude's, so the gate rules, the roster and the
-strip read every client's calls alike. Pure functions over plain data."""
+strip read every client's calls alike; ``HookInput`` checks the normalised event every
+adapter's ``normalise`` gives (the door validates it). Pure functions over plain data."""
 
 from __future__ import annotations
 
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, StringConstraints
+
+from boards.core import limits
 
 URL = re.compile(r"https?://[^\s\"'<>]+")
 
@@ -91,3 +96,27 @@ def claude_answer(
     if context:
         return {"hookSpecificOutput": {"hookEventName": name, "additionalContext": context}}
     return {}
+
+
+class HookInput(BaseModel):
+    """A coding client's hook event (Claude Code's hook input, SPEC §11): the fields the
+    board reads are checked; whatever else a client version sends is let through."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    hook_event_name: Annotated[str, StringConstraints(min_length=1, max_length=64)]
+    session_id: Annotated[
+        str, StringConstraints(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._:-]+$")
+    ]
+    cwd: Annotated[str, StringConstraints(max_length=4096)] = ""
+    permission_mode: Annotated[str, StringConstraints(max_length=64)] | None = None
+    tool_name: Annotated[str, StringConstraints(max_length=200)] | None = None
+    tool_input: dict[str, Any] | None = None
+    tool_use_id: Annotated[str, StringConstraints(max_length=128)] | None = None
+    duration_ms: int | float | None = None
+    prompt: Annotated[str, StringConstraints(max_length=limits.LONG_TEXT_MAX)] | None = None
+    message: Annotated[str, StringConstraints(max_length=10_000)] | None = None
+    model: str | dict[str, Any] | None = None
+    # Set on every event from inside a subagent (its calls are marked with its type).
+    agent_id: Annotated[str, StringConstraints(max_length=128)] | None = None
+    agent_type: Annotated[str, StringConstraints(max_length=128)] | None = None

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Annotated, Any
-
-from pydantic import BaseModel, ConfigDict, StringConstraints
+from typing import Any
 
 from boards.clients import actions
-from boards.core import limits
 from boards.core.services import PlanStep
 
 EVENTS = (
@@ -194,27 +191,3 @@ def plan_steps(event: dict[str, Any]) -> list[PlanStep]:
                 )
         return steps
     return []
-
-
-class HookInput(BaseModel):
-    """A coding client's hook event (Claude Code's hook input, SPEC §11): the fields the
-    board reads are checked; whatever else a client version sends is let through."""
-
-    model_config = ConfigDict(extra="allow", strict=True)
-
-    hook_event_name: Annotated[str, StringConstraints(min_length=1, max_length=64)]
-    session_id: Annotated[
-        str, StringConstraints(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._:-]+$")
-    ]
-    cwd: Annotated[str, StringConstraints(max_length=4096)] = ""
-    permission_mode: Annotated[str, StringConstraints(max_length=64)] | None = None
-    tool_name: Annotated[str, StringConstraints(max_length=200)] | None = None
-    tool_input: dict[str, Any] | None = None
-    tool_use_id: Annotated[str, StringConstraints(max_length=128)] | None = None
-    duration_ms: int | float | None = None
-    prompt: Annotated[str, StringConstraints(max_length=limits.LONG_TEXT_MAX)] | None = None
-    message: Annotated[str, StringConstraints(max_length=10_000)] | None = None
-    model: str | dict[str, Any] | None = None
-    # Set on every event from inside a subagent (its calls are marked with its type).
-    agent_id: Annotated[str, StringConstraints(max_length=128)] | None = None
-    agent_type: Annotated[str, StringConstraints(max_length=128)] | None = None

@@ -23,7 +23,7 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from pydantic import ValidationError
 
-from boards.clients import claude_code, registry, sessions
+from boards.clients import actions, claude_code, registry, sessions
 from boards.core import auth, services
 from boards.core.errors import InvalidInput, MethodNotAllowed, NotFound, ServiceError, store_busy
 from boards.core.events import listening
@@ -94,7 +94,7 @@ def _hook_receive(
     if not isinstance(body, dict):
         raise InvalidInput("Hook input must be a JSON object", field="(body)")
     try:
-        event = claude_code.HookInput.model_validate(
+        event = actions.HookInput.model_validate(
             client.adapter.normalise(_without_nul(body))
         ).model_dump()
     except ValidationError as exc:

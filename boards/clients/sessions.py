@@ -7,7 +7,7 @@ records no event and pushes nothing at once: the board's roster is re-rendered
 at most once per ``KANBAN_SESSION_PUSH_SECONDS`` (``events.publish_later``), so a
 session making ten calls a second floods neither the event log nor the sockets.
 
-A ``PreToolUse`` is matched against the board's gate rules (``boards.core.gates``);
+A ``PreToolUse`` is matched against the board's gate rules (``boards.gates.matching``);
 an ``ask`` becomes a held ``ToolCall`` (an event, pushed), which a person
 decides (``tool_call_decide``) or which ends with its rule's fallback at its
 deadline (``tool_call_expire``). The door holds the client's request meanwhile.
@@ -32,13 +32,14 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from boards.core import events, gates, limits
+from boards.core import events, limits
 from boards.core.errors import Conflict, InvalidInput, NotFound
 from boards.core.rules import REPEATS_NO_PROGRESS, client_gone
-from boards.core.services import agents, gaterules, stepup
-from boards.core.services.gaterules import rules_of_board
+from boards.core.services import agents, stepup
 from boards.core.services.work import Work, shown, text, unit_of_work
 from boards.core.states import EventKind
+from boards.gates import matching
+from boards.gates import rules as gaterules
 from boards.models import (
     Board,
     CallState,
@@ -158,7 +159,7 @@ def _ran_ungated(
         return "the board never saw it asked" if tool and asked_before else ""
     if held is not None and held.state == CallState.APPROVED:
         return ""
-    if held is not None and held.state == CallState.EXPIRED and held.fallback == gates.ALLOW:
+    if held is not None and held.state == CallState.EXPIRED and held.fallback == matching.ALLOW:
         return ""
     if entry.get("outcome") == "waiting":
         return "it was still waiting for a person's decision"
@@ -189,7 +190,7 @@ def _record_ran(
         entry = {
             "id": _call_id(event, key),
             "tool": tool[:200],
-            "doing": gates.describe_call(tool, tool_input)[:300],
+            "doing": matching.describe_call(tool, tool_input)[:300],
             "at": work.now.isoformat(),
         }
         if not event.get("tool_use_id"):
@@ -198,7 +199,7 @@ def _record_ran(
     entry["outcome"] = RAN_UNGATED
     call = held
     if call is None:
-        kind, summary = gates.main_input(tool, tool_input)
+        kind, summary = matching.main_input(tool, tool_input)
         call = ToolCall(
             board=work.board,
             session=session,
@@ -261,10 +262,10 @@ class Origin:
     suspended: str = ""
 
 
-def _first_match(board: Board, event: dict[str, Any]) -> gates.Rule | None:
+def _first_match(board: Board, event: dict[str, Any]) -> matching.Rule | None:
     """The rule that decides a call, read by Claude Code's tool name and the client's own."""
-    return gates.first_match(
-        rules_of_board(board, str(event.get("session_id") or "")),
+    return matching.first_match(
+        gaterules.rules_of_board(board, str(event.get("session_id") or "")),
         event["tool_name"],
         event.get("tool_input") or {},
         event.get("cwd") or "",
@@ -310,7 +311,7 @@ def session_event(
     # Whatever takes the board's lock takes it before the session's (as a person's decision
     # does), so the two never wait on each other.
     board_lock = (
-        (rule is not None and rule.decision == gates.ASK)
+        (rule is not None and rule.decision == matching.ASK)
         or name in ("SessionStart", "SessionEnd")
         or known is None
         or _loop_turns(known, name, call_key(event))
@@ -331,7 +332,7 @@ def _locked(
     board: Board,
     agent: str,
     event: dict[str, Any],
-    rule: gates.Rule | None,
+    rule: matching.Rule | None,
     now: Any,
     origin: Origin,
     *,
@@ -383,7 +384,7 @@ def _apply(
     board: Board,
     agent: str,
     event: dict[str, Any],
-    rule: gates.Rule | None,
+    rule: matching.Rule | None,
     now: Any,
     work: Work | None,
     origin: Origin,
@@ -464,12 +465,12 @@ def _apply(
         key = call_key(event)
         session.repeats = session.repeats + 1 if key == session.last_call_key else 1
         session.last_call_key = key
-        doing = gates.describe_call(tool, tool_input)
+        doing = matching.describe_call(tool, tool_input)
         session.state, session.doing = SessionState.WORKING, doing[:300]
         outcome = "running"
-        if rule is not None and rule.decision == gates.DENY:
+        if rule is not None and rule.decision == matching.DENY:
             outcome = "denied"
-        elif rule is not None and rule.decision == gates.ASK:
+        elif rule is not None and rule.decision == matching.ASK:
             outcome, session.state = "waiting", SessionState.WAITING
         entry = {
             "id": _call_id(event, key),
@@ -563,7 +564,7 @@ def _record_loop(work: Work, session: ClientSession, ended: bool) -> None:
 def _verdict(
     agent: str,
     session: ClientSession,
-    rule: gates.Rule,
+    rule: matching.Rule,
     event: dict[str, Any],
     now: Any,
     work: Work | None,
@@ -571,24 +572,24 @@ def _verdict(
 ) -> Verdict:
     label = rule.label()
     if origin.suspended:
-        return Verdict(gates.DENY, suspended_reason(origin.suspended))
-    if rule.decision == gates.ALLOW:
-        return Verdict(gates.ALLOW, f"Allowed by the board's rule “{label}”.")
-    if rule.decision == gates.DENY:
+        return Verdict(matching.DENY, suspended_reason(origin.suspended))
+    if rule.decision == matching.ALLOW:
+        return Verdict(matching.ALLOW, f"Allowed by the board's rule “{label}”.")
+    if rule.decision == matching.DENY:
         return Verdict(
-            gates.DENY,
+            matching.DENY,
             f"Blocked by the board's rule “{label}”: do not run this; find another way "
             "or ask a person on the board.",
         )
     if _over_cap(origin.token_id):
         return Verdict(
-            gates.DENY,
+            matching.DENY,
             "Too many of this token's calls are waiting for a person: this one was not "
             "asked; wait for the others to be decided, then try again.",
         )
     tool, tool_input = event["tool_name"], event.get("tool_input") or {}
-    kind, summary = gates.main_input(tool, tool_input)
-    wait = max(gates.WAIT_MIN, min(gates.WAIT_MAX, rule.wait_seconds))
+    kind, summary = matching.main_input(tool, tool_input)
+    wait = max(matching.WAIT_MIN, min(matching.WAIT_MAX, rule.wait_seconds))
     if origin.longest_hold is not None:
         wait = min(wait, origin.longest_hold)
     assert work is not None  # an ask holds the board's lock (session_event)
@@ -620,7 +621,7 @@ def _verdict(
         cwd=call.cwd[:200],
         rule=call.rule,
     )
-    return Verdict(gates.ASK, "", held=call.pk, deadline=call.deadline)
+    return Verdict(matching.ASK, "", held=call.pk, deadline=call.deadline)
 
 
 def _over_cap(token_id: int | None) -> bool:
@@ -633,7 +634,7 @@ def _over_cap(token_id: int | None) -> bool:
     return waiting.count() >= settings.KANBAN_WATCHES_PER_TOKEN
 
 
-def _rule_row(board: Board, rule: gates.Rule) -> int | None:
+def _rule_row(board: Board, rule: matching.Rule) -> int | None:
     """The stored rule behind ``rule`` (None for a built-in one): a held call reads its
     step-up flag at decision time (``stepup.is_step_up``)."""
     if rule.id is None or not GateRule.objects.filter(board=board, pk=rule.id).exists():
@@ -642,7 +643,7 @@ def _rule_row(board: Board, rule: gates.Rule) -> int | None:
 
 
 # What every call of a suspended token meets (its reason says why: ``suspended_reason``).
-SUSPENDED_RULE = gates.Rule("*", decision=gates.DENY, note="Session suspended")
+SUSPENDED_RULE = matching.Rule("*", decision=matching.DENY, note="Session suspended")
 
 
 def suspended_reason(why: str) -> str:
@@ -825,7 +826,7 @@ def _session_resumes(call: ToolCall) -> None:
     outcome = {
         CallState.APPROVED: "running",
         CallState.DENIED: "denied",
-        CallState.EXPIRED: "approved" if call.fallback == gates.ALLOW else "denied",
+        CallState.EXPIRED: "approved" if call.fallback == matching.ALLOW else "denied",
     }[CallState(call.state)]
     if call.tool_use_id:
         _end_call(session, call.tool_use_id, outcome, None)
@@ -839,16 +840,19 @@ def verdict_of(call: ToolCall) -> tuple[str, str]:
     by = f" by {call.decided_by}" if call.decided_by else ""
     note = f": {call.note}" if call.note else ""
     if call.state == CallState.APPROVED:
-        return gates.ALLOW, f"Approved{by} on the board{note}"
+        return matching.ALLOW, f"Approved{by} on the board{note}"
     if call.state == CallState.DENIED:
-        return gates.DENY, f"Denied{by} on the board{note}. Do not retry this call as is."
+        return matching.DENY, f"Denied{by} on the board{note}. Do not retry this call as is."
     if call.state == CallState.RAN:
-        return gates.DENY, suspended_reason("a call ran without the board's verdict")
+        return matching.DENY, suspended_reason("a call ran without the board's verdict")
     waited = f"{call.wait_seconds} s"
-    if call.fallback == gates.ALLOW:
-        return gates.ALLOW, f"No person answered on the board within {waited}; the rule allows it."
+    if call.fallback == matching.ALLOW:
+        return (
+            matching.ALLOW,
+            f"No person answered on the board within {waited}; the rule allows it.",
+        )
     return (
-        gates.DENY,
+        matching.DENY,
         f"No person answered on the board within {waited}, so the call was not run "
         f"(rule “{call.rule}”). Ask a person on the board, or find another way.",
     )

@@ -33,15 +33,8 @@ from urllib.parse import urlsplit
 from boards.clients import registry
 from boards.clients.forwarder import GATED_EVENTS
 
-# What a client runs to find it on PATH.
-BINARIES = {
-    "claude-code": "claude",
-    "codex": "codex",
-    "copilot": "copilot",
-    "gemini": "gemini",
-    "qwen": "qwen",
-    "opencode": "opencode",
-}
+# What a client runs to find it on PATH (each row's ``binary``).
+BINARIES = {row.name: row.binary for row in registry.CLIENTS}
 # The forwarder waits this long for a person (the longest a rule may wait, and a margin),
 # and the client a little longer: a hook the client kills gives no verdict.
 HELD_SECONDS = 3630
@@ -73,20 +66,11 @@ HELD_EVENTS = frozenset({"PreSkillShellCommand"})
 # signal, timed out, could not start) blocks the call": a model's
 # ``pkill -f 'import forwarder'`` loop otherwise frees every later call. Only Claude Code
 # has one (registry: ``killed_hook``); the others run the call (docs/clients.md).
-ON_FAILURE: dict[str, dict[str, str]] = {"claude-code": {"onFailure": "block"}}
+ON_FAILURE = {row.name: row.settings.gated_keys for row in registry.CLIENTS}
 # Each client's managed (system) settings, under the machine's root: hooks there are the
 # administrator's, and a project's own settings cannot switch them off (docs/clients.md).
 SYSTEM_SETTINGS = {
-    "claude-code": Path("etc/claude-code/managed-settings.json"),
-    "codex": Path("etc/codex/hooks.json"),
-    "gemini": Path("etc/gemini-cli/settings.json"),
-    "qwen": Path("etc/qwen-code/settings.json"),
-}
-# Set beside the hooks in a managed file, where the client lets the system scope win: a
-# project's ``disableAllHooks`` (Qwen) or ``hooksConfig.enabled`` (Gemini) then cannot.
-SYSTEM_KEEPS_HOOKS_ON: dict[str, dict[str, Any]] = {
-    "gemini": {"hooksConfig": {"enabled": True}},
-    "qwen": {"disableAllHooks": False},
+    row.name: Path(row.settings.system) for row in registry.CLIENTS if row.settings.system
 }
 
 
@@ -125,19 +109,21 @@ class Home:
     def config(self) -> Path:
         return Path(self.env.get("XDG_CONFIG_HOME") or self.home / ".config")
 
-    def codex(self, system: bool) -> Path:
+    def settings(self, row: registry.Client, system: bool) -> Path:
+        """The file ``row``'s hooks go to: its managed file under the root (``system``),
+        or its user file under the home folder, the first folder moved by its variable
+        (``CODEX_HOME``, ``XDG_CONFIG_HOME``) when set."""
+        where = row.settings
         if system:
-            return self.root / SYSTEM_SETTINGS["codex"]
-        return Path(self.env.get("CODEX_HOME") or self.home / ".codex") / "hooks.json"
+            return self.root / where.system
+        first, rest = where.user.split("/", 1)
+        moved = self.env.get(where.home_env) if where.home_env else None
+        return Path(moved or self.home / first) / rest
 
     def forwarder_dir(self, system: bool) -> Path:
         """Where the hooks import the forwarder from: beside boards.json, out of every
         project (root's folder with --system)."""
         return self.root / SYSTEM_DIR if system else self.boards_file().parent
-
-    def copilot(self) -> Path:
-        base = Path(self.env.get("COPILOT_HOME") or self.home / ".copilot")
-        return base / "hooks" / "agent-kanban.json"
 
     def boards_file(self) -> Path:
         return self.config() / "agent-kanban" / "boards.json"
@@ -448,32 +434,11 @@ def client_change(client: str, home: Home, *, hook: str, remove: bool, system: b
     hooks_of = _Hooks(client, hook)
     line, seconds = hooks_of.line, hooks_of.seconds
 
-    keys = SYSTEM_KEEPS_HOOKS_ON.get(client) if system else None
-    if client in ("claude-code", "codex", "qwen"):
-        path = {
-            "claude-code": home.home / ".claude" / "settings.json",
-            "codex": home.codex(system),
-            "qwen": home.home / ".qwen" / "settings.json",
-        }[client]
-        if system:
-            path = home.root / SYSTEM_SETTINGS[client]
-        advice = ""
-        if client == "codex" and not remove and not system:
-            advice = (
-                "Codex skips hooks it has not been told to trust: open `codex`, type /hooks "
-                "and trust them once (or run connect again with --system, as root, to "
-                "install them as managed in /etc/codex/hooks.json)."
-            )
-        hooks = None if remove else hooks_of.layout()
-        return _settings_change(client, path, hooks, advice, keys)
-    if client == "gemini":
-        hooks = None if remove else hooks_of.layout(unit=1000)
-        path = (
-            home.root / SYSTEM_SETTINGS[client] if system else home.home / ".gemini/settings.json"
-        )
-        return _settings_change(client, path, hooks, keys=keys)
-    if client == "copilot":
-        path = home.copilot()
+    where = row.settings
+    path = home.settings(row, system)
+    if where.layout == "plugin":
+        return Change(client, path, None if remove else PLUGIN.read_text())
+    if where.layout == "copilot":
         if remove:
             return Change(client, path, None)
         copilot_hooks = {
@@ -487,9 +452,9 @@ def client_change(client: str, home: Home, *, hook: str, remove: bool, system: b
             for event in row.events
         }
         return Change(client, path, _dump({"version": 1, "hooks": copilot_hooks}))
-    assert client == "opencode"
-    path = home.config() / "opencode" / "plugin" / "agent-kanban.js"
-    return Change(client, path, None if remove else PLUGIN.read_text())
+    hooks = None if remove else hooks_of.layout(unit=1000 if where.layout == "claude-ms" else 1)
+    advice = where.advice if not (remove or system) else ""
+    return _settings_change(client, path, hooks, advice, where.system_keys if system else None)
 
 
 def forwarder_change(home: Home, *, python: str, system: bool) -> Change:

@@ -66,7 +66,7 @@ class ClientSession(models.Model):
 
 
 class GateRule(models.Model):
-    """One of a board's gate rules (boards.core.gates): which tool calls need a person."""
+    """One of a board's gate rules (boards.gates.matching): which tool calls need a person."""
 
     board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="gate_rules")
     position = models.PositiveIntegerField(default=0)

@@ -18,8 +18,9 @@ from django.core.validators import ProhibitNullCharactersValidator
 from django.http import HttpRequest
 from django.utils.html import format_html
 
-from boards.core import gates, numbers, services
+from boards.core import numbers, services
 from boards.core.errors import PermissionDenied, ServiceError, StoreBusy
+from boards.gates import matching
 from boards.models import Board, Role
 
 # -- fields ---------------------------------------------------------------------------------
@@ -314,25 +315,29 @@ class GateRuleForm(forms.Form):
     """A new gate rule, in people's words (the service checks it again: one rule, one place)."""
 
     tool = forms.CharField(
-        max_length=gates.TOOL_GLOB_MAX, label="Tools (e.g. Bash, Write|Edit, mcp__*)"
+        max_length=matching.TOOL_GLOB_MAX, label="Tools (e.g. Bash, Write|Edit, mcp__*)"
     )
     pattern = forms.CharField(
-        max_length=gates.PATTERN_MAX, required=False, label="Pattern over the command, path or URL"
+        max_length=matching.PATTERN_MAX,
+        required=False,
+        label="Pattern over the command, path or URL",
     )
     outside_cwd = forms.BooleanField(
         required=False, label="Only paths outside the session's folder"
     )
-    decision = forms.ChoiceField(choices=[(d, d) for d in gates.DECISIONS], initial=gates.ASK)
+    decision = forms.ChoiceField(choices=[(d, d) for d in matching.DECISIONS], initial=matching.ASK)
     wait_seconds = WholeNumber(
         required=True,
-        initial=gates.WAIT_DEFAULT,
+        initial=matching.WAIT_DEFAULT,
         label="Wait for a person (seconds)",
         widget=forms.TextInput(attrs={"inputmode": "numeric"}),
     )
     fallback = forms.ChoiceField(
-        choices=[(d, d) for d in gates.FALLBACKS], initial=gates.DENY, label="If nobody answers"
+        choices=[(d, d) for d in matching.FALLBACKS],
+        initial=matching.DENY,
+        label="If nobody answers",
     )
-    note = forms.CharField(max_length=gates.NOTE_MAX, required=False, label="What it guards")
+    note = forms.CharField(max_length=matching.NOTE_MAX, required=False, label="What it guards")
     step_up = forms.BooleanField(
         required=False,
         label="Step-up: approving what it holds needs the person's passkey (if they have one)",
@@ -340,8 +345,8 @@ class GateRuleForm(forms.Form):
 
     def clean_wait_seconds(self) -> int:
         wait: int = self.cleaned_data["wait_seconds"]
-        if not gates.WAIT_MIN <= wait <= gates.WAIT_MAX:
-            raise forms.ValidationError(f"{gates.WAIT_MIN} to {gates.WAIT_MAX} seconds")
+        if not matching.WAIT_MIN <= wait <= matching.WAIT_MAX:
+            raise forms.ValidationError(f"{matching.WAIT_MIN} to {matching.WAIT_MAX} seconds")
         return wait
 
     # Where a new rule goes: before the rule with this number (empty: after the others).
@@ -372,9 +377,9 @@ class GateRuleMoveForm(forms.Form):
 class GateRuleTestForm(forms.Form):
     """A call to try against the rules: nothing is saved."""
 
-    tool = forms.CharField(max_length=gates.TOOL_GLOB_MAX, initial="Bash", label="Tool")
+    tool = forms.CharField(max_length=matching.TOOL_GLOB_MAX, initial="Bash", label="Tool")
     text = forms.CharField(
-        max_length=2 * gates.INPUT_MATCH_MAX,
+        max_length=2 * matching.INPUT_MATCH_MAX,
         label="Command, path or URL",
         strip=False,
         widget=forms.TextInput(attrs={"placeholder": "rm -rf build"}),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from boards.clients import claude_code
+from boards.clients import actions, claude_code
 from boards.core import selectors
 from boards.models import ApprovalState, Status, Task
 from boards.needs import reads
@@ -195,7 +195,7 @@ def test_the_real_cli_sends_the_plan_we_read_and_obeys_a_refused_completion(tmp_
             step
             for call in board.calls
             for step in claude_code.plan_steps(
-                claude_code.HookInput.model_validate(claude_code.normalise(call.json)).model_dump()
+                actions.HookInput.model_validate(claude_code.normalise(call.json)).model_dump()
             )
         ]
     assert results[2] == f"TaskCompleted hook feedback:\n{reason}"

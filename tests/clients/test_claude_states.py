@@ -11,8 +11,8 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from boards.clients import claude_code, sessions
-from boards.core import services
+from boards.clients import actions, claude_code, sessions
+from boards.gates import rules as gaterules
 from boards.models import ClientSession, ToolCall
 from tests.clients.test_hooks import bash, hook, send
 from tests.support.factories import make_token
@@ -131,7 +131,9 @@ def skill_line(command: str) -> dict:
 
 @pytest.mark.django_db
 def test_a_skills_shell_line_is_refused_by_a_deny_rule_in_its_own_events_answer(board, token):
-    services.gate_rule_add(board=board, actor="pat", tool="Bash", pattern="echo *", decision="deny")
+    gaterules.gate_rule_add(
+        board=board, actor="pat", tool="Bash", pattern="echo *", decision="deny"
+    )
     status, answer = send(token, skill_line("echo hi"))
     assert status == 200
     out = answer["hookSpecificOutput"]
@@ -140,10 +142,10 @@ def test_a_skills_shell_line_is_refused_by_a_deny_rule_in_its_own_events_answer(
 
 @pytest.mark.django_db
 def test_a_skills_shell_line_waits_for_a_person_like_a_bash_call(board, token):
-    services.gate_rule_add(
+    gaterules.gate_rule_add(
         board=board, actor="pat", tool="Bash", pattern="rm -rf *", decision="ask", wait_seconds=30
     )
-    event = claude_code.HookInput.model_validate(
+    event = actions.HookInput.model_validate(
         claude_code.normalise(skill_line("rm -rf build"))
     ).model_dump()
     verdict = sessions.session_event(board=board, agent="claude", event=event)

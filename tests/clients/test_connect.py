@@ -20,7 +20,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from boards.clients import forwarder, registry, setup
-from boards.core import services
+from boards.gates import rules as gaterules
 from boards.models import AgentToken, ClientSession, GateRule
 from tests.support.factories import make_board, make_token
 
@@ -287,7 +287,7 @@ def test_the_written_commands_run_through_sh_against_the_board(home, live_server
     settings.KANBAN_SESSION_PUSH_SECONDS = 0  # no roster push left for after the test
     board = make_board("team", "Team board")
     token = make_token(board, "claude")
-    services.gate_rule_add(
+    gaterules.gate_rule_add(
         board=board, actor="pat", tool="Bash", pattern=r"\bdropdb\b", decision="deny"
     )
     GateRule.objects.filter(board=board, decision="ask").delete()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from boards.core import services
+from boards.gates import rules as gaterules
 from boards.models import GateRule
 from devtools.liveserver import ROOT
 from tests.support.factories import make_board, make_token
@@ -57,7 +57,7 @@ def bash(command: str, name: str = "PreToolUse") -> dict:
 def test_the_boards_deny_passes_through_and_a_wrong_token_is_blocked(live_server, tmp_path):
     board = make_board("team", "Team board")
     token = make_token(board, "claude")
-    services.gate_rule_add(
+    gaterules.gate_rule_add(
         board=board, actor="pat", tool="Bash", pattern=r"\bdropdb\b", decision="deny"
     )
     GateRule.objects.filter(board=board, decision="ask").delete()

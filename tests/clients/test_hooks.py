@@ -17,9 +17,10 @@ from django.test import AsyncClient, Client
 from django.utils import timezone
 
 from boards.clients import sessions
-from boards.core import gates, services
+from boards.core import services
 from boards.core.errors import Conflict, PermissionDenied
-from boards.core.services import gaterules
+from boards.gates import matching
+from boards.gates import rules as gaterules
 from boards.models import Board, CallState, ClientSession, Event, GateRule, Passkey, ToolCall
 from tests.support.factories import make_board, make_token
 from tests.support.htmltext import flat
@@ -204,11 +205,11 @@ def test_the_hook_door_refuses_bad_tokens_other_boards_and_bad_json(board, token
 
 
 def test_new_boards_ask_before_risky_commands_and_writes_outside_the_folder():
-    rules = list(gates.DEFAULT_RULES)
+    rules = list(matching.DEFAULT_RULES)
 
     def asks(tool: str, value: str) -> bool:
         key = "command" if tool == "Bash" else "file_path"
-        return gates.first_match(rules, tool, {key: value}, CWD) is not None
+        return matching.first_match(rules, tool, {key: value}, CWD) is not None
 
     for command in (
         "rm -rf build",
@@ -229,12 +230,12 @@ def test_new_boards_ask_before_risky_commands_and_writes_outside_the_folder():
 
 
 def test_a_slow_pattern_cannot_stall_the_server():
-    rule = gates.Rule("Bash", r"(a+)+$", decision=gates.ASK)
-    assert gates.rule_matches(rule, "Bash", {"command": "a" * 5000 + "!"}, CWD) in (True, False)
+    rule = matching.Rule("Bash", r"(a+)+$", decision=matching.ASK)
+    assert matching.rule_matches(rule, "Bash", {"command": "a" * 5000 + "!"}, CWD) in (True, False)
 
 
 def test_a_deny_rule_answers_at_once_with_the_reason(board, token):
-    services.gate_rule_add(
+    gaterules.gate_rule_add(
         board=board, actor="pat", tool="Bash", pattern=r"\bdropdb\b", decision="deny"
     )
     GateRule.objects.filter(board=board, decision="ask").delete()
@@ -264,7 +265,7 @@ def test_a_call_no_rule_matches_gets_no_decision(board, token):
 def test_a_bad_gate_rule_is_refused_naming_the_field(board, fields, problem):
     count = GateRule.objects.filter(board=board).count()
     with pytest.raises(Exception) as refused:
-        services.gate_rule_add(board=board, actor="pat", **{"tool": "Bash", **fields})
+        gaterules.gate_rule_add(board=board, actor="pat", **{"tool": "Bash", **fields})
     assert problem in {d["field"] for d in refused.value.details}
     assert GateRule.objects.filter(board=board).count() == count
 

@@ -20,10 +20,10 @@ from django.test import AsyncClient, Client
 from django.utils import timezone
 
 from boards.clients import registry, sessions
-from boards.core import services
 from boards.core.activity import describe
 from boards.core.errors import NotFound
 from boards.core.states import EventKind
+from boards.gates import rules as gaterules
 from boards.models import (
     AgentToken,
     Board,
@@ -57,7 +57,7 @@ AFTER = {
 @pytest.fixture
 def board(db) -> Board:
     board = make_board("team", "Team board")
-    services.gate_rule_add(
+    gaterules.gate_rule_add(
         board=board,
         actor="pat",
         tool="Bash",

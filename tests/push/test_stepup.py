@@ -11,9 +11,10 @@ import pytest
 from django.utils import timezone
 
 from boards.clients import sessions
-from boards.core import gates, services
+from boards.core import services
 from boards.core.errors import PermissionDenied
 from boards.core.services import stepup
+from boards.gates import matching
 from boards.models import GateRule, Membership, Passkey, PushNotice, StepUp, ToolCall
 from boards.push import notices
 from devtools.liveserver import Cluster, wait_until
@@ -50,7 +51,7 @@ def test_new_boards_mark_recursive_delete_git_push_and_sudo_step_up(board):
         "git push",
         "sudo",
     }
-    assert [r.note for r in gates.DEFAULT_RULES if r.step_up] == [
+    assert [r.note for r in matching.DEFAULT_RULES if r.step_up] == [
         "Recursive delete",
         "git push",
         "sudo",

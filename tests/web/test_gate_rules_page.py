@@ -12,12 +12,12 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 
 from boards.clients import sessions
-from boards.core import gates
 from boards.core.errors import Conflict, InvalidInput, NotFound
-from boards.core.services import gaterules
+from boards.gates import matching
+from boards.gates import rules as gaterules
 from boards.models import Board, CallState, Event, GateRule, Membership, Role, ToolCall
 
-DEFAULTS = len(gates.DEFAULT_RULES)
+DEFAULTS = len(matching.DEFAULT_RULES)
 
 
 def listed(board: Board, *args: str) -> str:
@@ -284,7 +284,7 @@ def test_the_row_that_decides_is_marked(board, person_client):
         ({"tool": "Bash|Write", "text": "ls"}, "tool"),
         ({"tool": "", "text": "ls"}, "tool"),
         ({"tool": "Bash", "text": "ls", "cwd": "relative/dir"}, "cwd"),
-        ({"tool": "Bash", "text": "x" * (2 * gates.INPUT_MATCH_MAX + 1)}, "text"),
+        ({"tool": "Bash", "text": "x" * (2 * matching.INPUT_MATCH_MAX + 1)}, "text"),
     ],
 )
 def test_a_test_that_cannot_be_read_is_a_400_naming_the_field(board, person_client, query, field):
@@ -317,7 +317,7 @@ def held(board: Board, command: str, session: str = "s-one", tool: str = "Bash")
         "cwd": "/srv/app",
     }
     verdict = sessions.session_event(board=board, agent="dev", event=event)
-    assert verdict.decision == gates.ASK and verdict.held, verdict
+    assert verdict.decision == matching.ASK and verdict.held, verdict
     return ToolCall.objects.get(pk=verdict.held)
 
 

@@ -24,8 +24,12 @@ from boards.core.services.agents import (
 )
 from boards.core.services.approvals import approval_decide, approval_request, approval_require
 from boards.core.services.boards import SETTINGS as BOARD_SETTINGS
-from boards.core.services.boards import board_create, board_reset, board_settings
-from boards.core.services.gaterules import gate_rule_add, gate_rule_remove, gate_rules_default
+from boards.core.services.boards import (
+    board_create,
+    board_reset,
+    board_settings,
+    install_board_defaults,
+)
 from boards.core.services.leases import heartbeat as task_heartbeat
 from boards.core.services.leases import renew as leases_renew
 from boards.core.services.leases import sweep as leases_sweep
@@ -69,10 +73,8 @@ __all__ = [
     "board_create",
     "board_reset",
     "board_settings",
-    "gate_rule_add",
-    "gate_rule_remove",
-    "gate_rules_default",
     "inbox_read",
+    "install_board_defaults",
     "invite_accept",
     "invite_check",
     "invite_create",

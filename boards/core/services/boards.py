@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -11,12 +12,22 @@ from django.db import transaction
 
 from boards.core import limits, numbers
 from boards.core.errors import Conflict, InvalidInput
-from boards.core.services.gaterules import gate_rules_default
 from boards.core.services.work import KEPT_FIELDS, Outcome, text, unit_of_work
 from boards.core.states import EventKind
 from boards.models import Board, Task
 
 SLUG_MAX = limits.SLUG_MAX
+
+# What a new board starts with beyond its row: the gate's default rules. The gate sits
+# above the core (its rules write through the unit of work), so ``boards.apps`` installs
+# its seeder here at ready, as it installs the web's renderer in ``events``.
+_defaults: Callable[[Board], None] | None = None
+
+
+def install_board_defaults(seed: Callable[[Board], None]) -> None:
+    """Set what ``board_create`` runs on a new board, inside its transaction."""
+    global _defaults
+    _defaults = seed
 
 
 def board_create(*, slug: str, name: str = "", actor: str = "system") -> Board:
@@ -34,8 +45,11 @@ def board_create(*, slug: str, name: str = "", actor: str = "system") -> Board:
     with transaction.atomic():
         if Board.objects.filter(slug=slug).exists():
             raise Conflict(f"Board {slug!r} already exists", code="exists")
+        if _defaults is None:
+            # A board without the default rules would let its agents' risky calls by.
+            raise RuntimeError("no board defaults installed (boards.apps installs the gate's)")
         board = Board.objects.create(slug=slug, name=name)
-        gate_rules_default(board=board)
+        _defaults(board)
         with unit_of_work(board, actor, person=True) as work:
             work.record(EventKind.BOARD_CREATED, None, slug=slug, name=name)
     return board

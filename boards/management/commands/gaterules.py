@@ -9,9 +9,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from boards.core import gates, selectors
+from boards.core import selectors
 from boards.core.errors import ServiceError
-from boards.core.services import gaterules
+from boards.gates import matching
+from boards.gates import rules as gaterules
 from boards.models import Board, GateRule
 
 
@@ -46,9 +47,9 @@ class Command(BaseCommand):
             action="store_false",
             help="with --change: any path, not only outside the folder",
         )
-        parser.add_argument("--decision", choices=gates.DECISIONS)
+        parser.add_argument("--decision", choices=matching.DECISIONS)
         parser.add_argument("--wait", type=int, help="seconds to wait for a person")
-        parser.add_argument("--fallback", choices=gates.FALLBACKS)
+        parser.add_argument("--fallback", choices=matching.FALLBACKS)
         parser.add_argument("--note", help="what the rule guards, as people read it")
         parser.add_argument(
             "--step-up",
@@ -90,9 +91,9 @@ class Command(BaseCommand):
                 defaults = {
                     "pattern": "",
                     "outside_cwd": False,
-                    "decision": gates.ASK,
-                    "wait_seconds": gates.WAIT_DEFAULT,
-                    "fallback": gates.DENY,
+                    "decision": matching.ASK,
+                    "wait_seconds": matching.WAIT_DEFAULT,
+                    "fallback": matching.DENY,
                     "note": "",
                     "step_up": False,
                 }
@@ -134,7 +135,7 @@ class Command(BaseCommand):
         for number, rule in enumerate(rows, 1):
             wait = (
                 f" (wait {rule.wait_seconds} s, then {rule.fallback})"
-                if rule.decision == gates.ASK
+                if rule.decision == matching.ASK
                 else ""
             )
             where = " outside the folder" if rule.outside_cwd else ""

@@ -22,7 +22,7 @@ from boards.agents import pipeline
 from boards.clients import registry, setup
 from boards.core import metrics, numbers, selectors, services
 from boards.core.activity import SIGNALS
-from boards.core.services import gaterules
+from boards.gates import rules as gaterules
 from boards.models import AgentToken, Board, GateRule, Role
 from boards.web.forms import (
     GateRuleChangeForm,
@@ -138,18 +138,7 @@ def connect_agent(request: HtmxHttpRequest, board: Board, role: Role) -> HttpRes
 
 
 # Where ``connect`` puts each client's hooks (``boards.clients.setup``), as people read it.
-CONNECT_WRITES = {
-    "claude-code": "~/.claude/settings.json (its hooks, merged), or "
-    "/etc/claude-code/managed-settings.json with --system",
-    "codex": "$CODEX_HOME/hooks.json (~/.codex/hooks.json), or /etc/codex/hooks.json with --system",
-    "copilot": "$COPILOT_HOME/hooks/agent-kanban.json (~/.copilot/hooks/), PascalCase event names",
-    "gemini": "~/.gemini/settings.json (user hooks, merged; project hooks do not run in "
-    "an untrusted folder), or /etc/gemini-cli/settings.json with --system",
-    "qwen": "~/.qwen/settings.json (its hooks, merged), or /etc/qwen-code/settings.json "
-    "with --system",
-    "opencode": "~/.config/opencode/plugin/agent-kanban.js (a plugin: opencode has no hook "
-    "commands)",
-}
+CONNECT_WRITES = {row.name: row.settings.writes() for row in registry.CLIENTS}
 
 
 @board_access("settings")

@@ -8,7 +8,7 @@ SPEC §13) and a pattern against what the call does, and answer ``ask``, ``deny`
 decision (the client's own permissions apply).
 
 What a call does is read, not just its raw text (``read_action``): a shell command is
-parsed into the simple commands it runs (``boards.core.shell``), and an ``ask`` or
+parsed into the simple commands it runs (``boards.gates.shell``), and an ``ask`` or
 ``deny`` pattern matches if it matches the raw input or any of them; the paths it writes
 are resolved against the session's folder (``outside_cwd`` rules; the temporary folders
 are no one's, so a test run's log in ``/tmp`` is not "outside"). Any tool's input is read
@@ -62,7 +62,8 @@ from typing import Any
 
 import regex
 
-from boards.core import limits, shell
+from boards.core import limits
+from boards.gates import shell
 
 ASK, DENY, ALLOW = "ask", "deny", "allow"
 DECISIONS = (ASK, DENY, ALLOW)
@@ -80,16 +81,14 @@ MATCH_WALL_MAX_SECONDS = 2.0
 
 # What a call does (SPEC §13): a rule's tool field may name a kind (``kind:shell``).
 KINDS = ("shell", "write", "read", "fetch", "mcp", "other")
-# Each client's tool names by kind: Claude Code's, Codex's, Gemini's and Qwen's,
-# Copilot's, opencode's (the door normalises them; these hold even if it did not).
-TOOL_KINDS = {
-    "shell": {"Bash", "bash", "shell", "run_shell_command", "local_shell", "exec_command"},
-    "write": {"Write", "Edit", "MultiEdit", "NotebookEdit", "write_file", "replace", "edit"}
-    | {"write", "apply_patch", "create", "str_replace", "multiedit", "patch"},
-    "read": {"Read", "NotebookRead", "Grep", "Glob", "LS", "read_file", "read_many_files"}
-    | {"list_directory", "glob", "grep", "search_file_content", "view", "read", "list"},
-    "fetch": {"WebFetch", "WebSearch", "web_fetch", "google_web_search", "webfetch"}
-    | {"fetch", "websearch", "web_search"},
+# Claude Code's tool names by kind: the board's own vocabulary (the door normalises every
+# client's calls to it). Each client's own names come from its row (``install_clients``):
+# they hold even if the door did not normalise a call.
+CLAUDE_TOOL_KINDS: dict[str, frozenset[str]] = {
+    "shell": frozenset({"Bash"}),
+    "write": frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"}),
+    "read": frozenset({"Read", "NotebookRead", "Grep", "Glob", "LS"}),
+    "fetch": frozenset({"WebFetch", "WebSearch"}),
 }
 # Tools whose main input is a file path (Claude Code's names).
 PATH_TOOLS = {
@@ -119,27 +118,24 @@ VERBS = {
     "TodoWrite": "Planning",
 }
 KIND_VERBS = {"shell": "Running", "write": "Writing", "read": "Reading", "fetch": "Fetching"}
-# The supervision's own files: the clients' settings and hooks, git's hooks (and the
-# config that can move them), MCP servers, the forwarder's board and token.
-SUPERVISION_FILES = re.compile(
-    r"(^|/)\.(claude|codex|gemini|qwen|copilot|opencode)(/|$)"
-    r"|(^|/)\.git/(hooks(/|$)|config$)|(^|/)\.mcp\.json$|(^|/)\.env(rc)?$"
-    r"|(^|/)\.config/(agent-kanban|opencode)(/|$)"
-    r"|^/etc/(codex|claude-code|gemini-cli|qwen-code|agent-kanban)(/|$)"
+# The supervision's own files that are no client's: git's hooks (and the config that can
+# move them), MCP servers, the ``.env`` files clients read, the forwarder's board and
+# token. Each client's own folders (its settings and hooks) come from its row.
+BOARD_FILES = (
+    r"(^|/)\.git/(hooks(/|$)|config$)|(^|/)\.mcp\.json$|(^|/)\.env(rc)?$"
+    r"|(^|/)\.config/agent-kanban(/|$)|^/etc/agent-kanban(/|$)"
 )
 # The same files named anywhere in a line (inside a word: ``--cacheinfo 1,h,.claude/x``).
-SUPERVISION_NAMED = re.compile(
-    r"(?<![\w.-])\.(claude|codex|gemini|qwen|copilot|opencode|mcp\.json|envrc|env)(?![\w.-])"
-    r"|\.git/(hooks|config)\b|\bagent-kanban\b|/etc/(codex|claude-code|gemini-cli|qwen-code)\b"
-    r"|\.config/opencode\b"
+BOARD_NAMED = (
+    r"(?<![\w.-])\.(mcp\.json|envrc|env)(?![\w.-])|\.git/(hooks|config)\b|\bagent-kanban\b"
 )
 # Folders no session owns: what is written there is no one's work.
 TEMPORARY = re.compile(r"^/(tmp|var/tmp|private/tmp|dev/shm)(/|$)")
 # The processes a gated hook runs as, as ``ps -o args`` and ``pgrep -f`` see them, the way
-# ``agent-kanban connect`` writes them (tests/core/test_gate_classes.py holds them to
-# ``boards.clients.setup``, which core may not import): the shell the client starts, the
-# forwarder's interpreter in its fast form and as the console script, and the clients
-# (the opencode plugin runs inside opencode; Gemini, Qwen, Copilot run in node).
+# ``agent-kanban connect`` writes them (tests/gates/test_gate_classes.py holds them to
+# ``boards.clients.setup``, which the gate may not import): the shell the client starts, the
+# forwarder's interpreter in its fast form and as the console script (the clients' own
+# processes are their rows': the opencode plugin runs inside opencode, Gemini in node).
 HOOK_FORWARDER = (
     "/usr/bin/python3 -I -S -c "
     "'import sys;sys.path.append(sys.argv.pop(1));import forwarder;sys.exit(forwarder.main())' "
@@ -158,19 +154,75 @@ HOOK_PROCESSES = (
     *(f"{shell} -c {line}" for line in HOOK_LINES for shell in ("/bin/sh", "/bin/bash")),
     *(" ".join(shlex.split(line.split(" || ")[0])) for line in HOOK_LINES),
     "/usr/bin/python3 /home/u/.local/bin/kanban-hook --client codex --timeout 598",
-    "/home/u/.opencode/bin/opencode",
-    "opencode serve --hostname 127.0.0.1 --port 4096",
-    "node /usr/local/bin/opencode",
-    "node /usr/local/bin/claude",
-    "node /usr/local/lib/node_modules/@google/gemini-cli/dist/index.js",
-    "node /usr/local/bin/qwen",
-    "node /usr/local/bin/copilot",
-    "/usr/local/bin/codex",
 )
-# Their names as ``pkill NAME``, ``killall NAME`` and ``pidof NAME`` see them.
+# Their names as ``pkill NAME``, ``killall NAME`` and ``pidof NAME`` see them (the clients'
+# own binaries and processes come from their rows).
 HOOK_PROCESS_NAMES: tuple[str, ...] = ("sh", "bash", "dash", "python3", "python3.12", "python")
-HOOK_PROCESS_NAMES += ("kanban-hook", "node", "bun", "opencode", "claude", "codex", "gemini")
-HOOK_PROCESS_NAMES += ("qwen", "copilot")
+HOOK_PROCESS_NAMES += ("kanban-hook", "node", "bun")
+
+
+@dataclass(frozen=True)
+class ClientFacts:
+    """What the gate reads of one coding client (its row in ``boards.clients.registry``,
+    which sits above the gate: ``boards.apps`` hands the rows in, ``install_clients``).
+
+    ``folders``: where its settings and hooks live, under a home folder (``.claude``,
+    ``.config/opencode``) or absolute (``/etc/codex``), which the supervision rule
+    protects; ``tool_kinds``: its own tool names by kind; ``binary`` and ``processes``:
+    its name and its process lines as ``pkill``/``ps`` see them (the tampering rule)."""
+
+    folders: tuple[str, ...]
+    tool_kinds: dict[str, tuple[str, ...]]
+    binary: str
+    processes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _Known:
+    supervision_files: re.Pattern[str]
+    supervision_named: re.Pattern[str]
+    tool_kinds: dict[str, frozenset[str]]
+    processes: tuple[str, ...]
+    process_names: tuple[str, ...]
+
+
+_known_clients: _Known | None = None
+
+
+def install_clients(clients: list[ClientFacts]) -> None:
+    """Tell the gate the coding clients' folders, tool names and processes (at app ready)."""
+    global _known_clients
+    files, named = [BOARD_FILES], [BOARD_NAMED]
+    for folder in dict.fromkeys(f for c in clients for f in c.folders):
+        spelled = re.escape(folder.rstrip("/"))
+        if folder.startswith("/"):
+            files.append(rf"^{spelled}(/|$)")
+            named.append(rf"{spelled}\b")
+        else:
+            files.append(rf"(^|/){spelled}(/|$)")
+            # One folder's name stands alone (``.claude``, not ``x.claude``); a path of two
+            # (``.config/opencode``) is named by its spelling.
+            named.append(
+                rf"(?<![\w.-]){spelled}(?![\w.-])" if "/" not in folder else rf"{spelled}\b"
+            )
+    kinds = {kind: set(names) for kind, names in CLAUDE_TOOL_KINDS.items()}
+    for c in clients:
+        for kind, names in c.tool_kinds.items():
+            kinds.setdefault(kind, set()).update(names)
+    _known_clients = _Known(
+        re.compile("|".join(files)),
+        re.compile("|".join(named)),
+        {kind: frozenset(names) for kind, names in kinds.items()},
+        (*HOOK_PROCESSES, *(p for c in clients for p in c.processes)),
+        (*HOOK_PROCESS_NAMES, *(c.binary for c in clients if c.binary)),
+    )
+
+
+def _known() -> _Known:
+    if _known_clients is None:
+        # Without the clients' folders the supervision rule would silently miss them.
+        raise RuntimeError("the gate knows no clients (boards.apps installs the registry's)")
+    return _known_clients
 
 
 @dataclass(frozen=True)
@@ -303,7 +355,7 @@ def kind_of(tool_name: str) -> str:
     """What a tool does: shell, write, read, fetch, mcp or other (any client's names)."""
     if tool_name.startswith("mcp__"):
         return "mcp"
-    for kind, names in TOOL_KINDS.items():
+    for kind, names in _known().tool_kinds.items():
         if tool_name in names:
             return kind
     return "other"
@@ -569,6 +621,7 @@ def read_action(
     if len(text) > INPUT_MATCH_MAX:
         return Action(kind, names, (text[:INPUT_MATCH_MAX],), None, False, True)
     if kind == "shell":
+        clients = _known()
         reading = shell.read_command(text, cwd)
         writes = reading.writes
         out: bool | None = False
@@ -581,9 +634,9 @@ def read_action(
             out = None
         spelled = [*reading.written, *(w for w in writes if w)]
         supervision = (
-            any(SUPERVISION_FILES.search(p) for p in spelled)
+            any(clients.supervision_files.search(p) for p in spelled)
             or reading.hooks_moved
-            or bool(reading.opaque and SUPERVISION_NAMED.search(text))
+            or bool(reading.opaque and clients.supervision_named.search(text))
         )
         commands = tuple(
             Command(
@@ -610,7 +663,7 @@ def read_action(
         if text.startswith("~/") and home:
             resolved = home + text[1:]
         supervision = kind == "write" and bool(
-            SUPERVISION_FILES.search(text) or SUPERVISION_FILES.search(resolved)
+            _known().supervision_files.search(text) or _known().supervision_files.search(resolved)
         )
         return Action(kind, names, (text,), outside(text, cwd), supervision, False)
     return Action(kind, names, (text,), False, False, False)
@@ -629,9 +682,10 @@ _KILLALL_VALUES |= {"--younger-than"}
 
 def _tampering(reading: shell.Reading) -> bool:
     """Whether the line sends signals that could reach the hooks' processes: a process
-    picked by a name or pattern that finds one of ``HOOK_PROCESSES`` or
-    ``HOOK_PROCESS_NAMES`` (a pattern that cannot be tried counts), every process (``kill
-    -1``, ``pkill -u me``), or a process group the line does not know."""
+    picked by a name or pattern that finds one of them or their names
+    (``HOOK_PROCESSES``, ``HOOK_PROCESS_NAMES`` and the clients' rows; a pattern that
+    cannot be tried counts), every process (``kill -1``, ``pkill -u me``), or a process
+    group the line does not know."""
     if reading.signals:
         return True
     runs = reading.runs
@@ -646,13 +700,13 @@ def _tampering(reading: shell.Reading) -> bool:
             return True
         if name == "killall" and _killall_reaches(args):
             return True
-        if name == "pidof" and any(a in HOOK_PROCESS_NAMES for a in args if a[:1] != "-"):
+        if name == "pidof" and any(a in _known().process_names for a in args if a[:1] != "-"):
             return True
         if name in {"grep", "egrep", "fgrep"} and _grep_reaches(name, args):
             return True
         if name in {"awk", "gawk", "mawk"}:
             for found in re.finditer(r"/((?:[^/\\]|\\.)+)/", " ".join(args)):
-                if _finds(found.group(1), HOOK_PROCESSES):
+                if _finds(found.group(1), _known().processes):
                     return True
         if name == "kill":
             pids = _kill_targets(args)
@@ -708,7 +762,9 @@ def _pgrep_reaches(args: list[str]) -> bool:
         pattern = f"^(?:{pattern})$"
     if fold:
         pattern = f"(?i){pattern}"
-    return _finds(pattern, HOOK_PROCESSES if full else tuple(n[:15] for n in HOOK_PROCESS_NAMES))
+    return _finds(
+        pattern, _known().processes if full else tuple(n[:15] for n in _known().process_names)
+    )
 
 
 def _killall_reaches(args: list[str]) -> bool:
@@ -729,10 +785,11 @@ def _killall_reaches(args: list[str]) -> bool:
     if not names or any(_unknown(name) for name in names):
         return True  # every process of a user, or names the line does not say
     for name in names:
-        if regexp and _finds(f"(?i){name}" if fold else name, HOOK_PROCESS_NAMES):
+        if regexp and _finds(f"(?i){name}" if fold else name, _known().process_names):
             return True
         if not regexp and any(
-            (name.lower() == hook.lower()) if fold else name == hook for hook in HOOK_PROCESS_NAMES
+            (name.lower() == hook.lower()) if fold else name == hook
+            for hook in _known().process_names
         ):
             return True
     return False
@@ -760,7 +817,7 @@ def _grep_reaches(name: str, args: list[str]) -> bool:
     for pattern in patterns[:1]:
         if fixed:
             pattern = re.escape(pattern)
-        if _finds(f"(?i){pattern}" if fold else pattern, HOOK_PROCESSES):
+        if _finds(f"(?i){pattern}" if fold else pattern, _known().processes):
             return True
     return False
 

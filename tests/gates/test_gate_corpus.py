@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from boards.core import gates
+from boards.gates import matching
 
 CWD = "/home/ann/app"
 
@@ -336,10 +336,10 @@ EVERYDAY: list[tuple[str, dict[str, Any], str | None]] = [
 
 def held(call: tuple[str, dict[str, Any], str | None]) -> bool:
     tool, tool_input, client_tool = call
-    rule = gates.first_match(
-        list(gates.DEFAULT_RULES), tool, tool_input, CWD, client_tool=client_tool
+    rule = matching.first_match(
+        list(matching.DEFAULT_RULES), tool, tool_input, CWD, client_tool=client_tool
     )
-    return rule is not None and rule.decision != gates.ALLOW
+    return rule is not None and rule.decision != matching.ALLOW
 
 
 def test_the_default_rules_hold_dangerous_calls():

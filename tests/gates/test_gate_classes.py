@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from boards.clients import setup
-from boards.core import gates
+from boards.gates import matching
 
 CWD = "/home/ann/app"
 Call = tuple[str, dict[str, Any]]
@@ -576,23 +576,23 @@ EVERYDAY: list[Call] = [
 ]
 
 
-def decision(call: Call, rules: list[gates.Rule] | None = None) -> str | None:
+def decision(call: Call, rules: list[matching.Rule] | None = None) -> str | None:
     tool, tool_input = call
-    rule = gates.first_match(
-        list(gates.DEFAULT_RULES) if rules is None else rules, tool, tool_input, CWD
+    rule = matching.first_match(
+        list(matching.DEFAULT_RULES) if rules is None else rules, tool, tool_input, CWD
     )
     return None if rule is None else rule.decision
 
 
-def held(call: Call, rules: list[gates.Rule] | None = None) -> bool:
-    return decision(call, rules) in {gates.ASK, gates.DENY}
+def held(call: Call, rules: list[matching.Rule] | None = None) -> bool:
+    return decision(call, rules) in {matching.ASK, matching.DENY}
 
 
-def standing_approval(command: str) -> gates.Rule:
+def standing_approval(command: str) -> matching.Rule:
     """What "allow from now on" adds (``gaterules.allow_from_now``): ``^<literal>$``."""
     special = set(".^$*+?{}[]\\|()")
     literal = "".join("\\" + ch if ch in special else ch for ch in command)
-    return gates.Rule("Bash", f"^{literal}$", decision=gates.ALLOW)
+    return matching.Rule("Bash", f"^{literal}$", decision=matching.ALLOW)
 
 
 def corpus_figures() -> dict[str, tuple[int, int]]:
@@ -600,7 +600,7 @@ def corpus_figures() -> dict[str, tuple[int, int]]:
     standing approval among them, and the everyday corpus ("everyday, asked")."""
     figures = {name: (sum(held(c) for c in calls), len(calls)) for name, calls in CLASSES.items()}
     after = [
-        held(sh(line), [standing_approval(approved), *gates.DEFAULT_RULES])
+        held(sh(line), [standing_approval(approved), *matching.DEFAULT_RULES])
         for approved, line in APPROVED_THEN
     ]
     figures["compound lines after a standing approval"] = (sum(after), len(after))
@@ -629,44 +629,50 @@ def test_each_class_is_held_and_everyday_calls_are_not():
 
 @pytest.mark.parametrize(("approved", "line"), APPROVED_THEN)
 def test_a_line_holding_an_approved_command_is_decided_by_its_other_commands(approved, line):
-    rules = [standing_approval(approved), *gates.DEFAULT_RULES]
-    assert decision(sh(approved), rules) == gates.ALLOW
-    assert decision(sh(line), rules) == gates.ASK
+    rules = [standing_approval(approved), *matching.DEFAULT_RULES]
+    assert decision(sh(approved), rules) == matching.ALLOW
+    assert decision(sh(line), rules) == matching.ASK
 
 
 def test_every_command_of_a_line_covered_by_some_allow_rule_is_allowed():
     rules = [
-        gates.Rule("Bash", r"^npm test$", decision=gates.ALLOW),
-        gates.Rule("Bash", r"^npm run lint$", decision=gates.ALLOW),
-        *gates.DEFAULT_RULES,
+        matching.Rule("Bash", r"^npm test$", decision=matching.ALLOW),
+        matching.Rule("Bash", r"^npm run lint$", decision=matching.ALLOW),
+        *matching.DEFAULT_RULES,
     ]
-    assert decision(sh("npm test && npm run lint"), rules) == gates.ALLOW
+    assert decision(sh("npm test && npm run lint"), rules) == matching.ALLOW
     # cd, true and assignments need no rule; a shell whose code is read needs none either.
-    assert decision(sh("cd web && CI=1 && npm test || true"), rules) == gates.ALLOW
-    assert decision(("Bash", {"command": ["bash", "-lc", "npm test"]}), rules) == gates.ALLOW
+    assert decision(sh("cd web && CI=1 && npm test || true"), rules) == matching.ALLOW
+    assert decision(("Bash", {"command": ["bash", "-lc", "npm test"]}), rules) == matching.ALLOW
     # What no allow rule covers goes on down the rules: none holds it, so no decision.
     assert decision(sh("npm test && npm publish"), rules) is None
     assert decision(sh("cd web"), rules) is None
     # A redirection is part of the command an allow rule must cover.
-    assert decision(sh("npm test > ~/.profile"), rules) == gates.ASK
+    assert decision(sh("npm test > ~/.profile"), rules) == matching.ASK
     assert decision(sh("npm test > /tmp/t.log 2>&1"), rules) is None
 
 
 def test_an_allow_rule_covers_a_command_as_written_not_a_wrapper_around_it():
-    rules = [gates.Rule("Bash", r"^rm -rf build$", decision=gates.ALLOW), *gates.DEFAULT_RULES]
-    assert decision(sh("rm -rf build"), rules) == gates.ALLOW
-    assert decision(sh("sudo rm -rf build"), rules) == gates.ASK
-    assert decision(sh("echo $(rm -rf ~)"), rules) == gates.ASK
+    rules = [
+        matching.Rule("Bash", r"^rm -rf build$", decision=matching.ALLOW),
+        *matching.DEFAULT_RULES,
+    ]
+    assert decision(sh("rm -rf build"), rules) == matching.ALLOW
+    assert decision(sh("sudo rm -rf build"), rules) == matching.ASK
+    assert decision(sh("echo $(rm -rf ~)"), rules) == matching.ASK
 
 
 def test_an_allow_rule_that_matches_the_raw_line_whole_allows_it():
-    rules = [gates.Rule("Bash", r"^make( \S+)*$", decision=gates.ALLOW), *gates.DEFAULT_RULES]
-    assert decision(sh("make build"), rules) == gates.ALLOW
-    rules = [gates.Rule("Bash", r"npm", decision=gates.ALLOW), *gates.DEFAULT_RULES]
-    assert decision(sh("npm ci; rm -rf ~"), rules) == gates.ASK
+    rules = [
+        matching.Rule("Bash", r"^make( \S+)*$", decision=matching.ALLOW),
+        *matching.DEFAULT_RULES,
+    ]
+    assert decision(sh("make build"), rules) == matching.ALLOW
+    rules = [matching.Rule("Bash", r"npm", decision=matching.ALLOW), *matching.DEFAULT_RULES]
+    assert decision(sh("npm ci; rm -rf ~"), rules) == matching.ASK
     # A path, a URL: one text, matched by search as before.
-    paths = [gates.Rule("Write", r"^/home/ann/app/src/", decision=gates.ALLOW)]
-    assert decision(("Write", {"file_path": "/home/ann/app/src/a.py"}), paths) == gates.ALLOW
+    paths = [matching.Rule("Write", r"^/home/ann/app/src/", decision=matching.ALLOW)]
+    assert decision(("Write", {"file_path": "/home/ann/app/src/a.py"}), paths) == matching.ALLOW
 
 
 # -- the hooks' processes as connect writes them --------------------------------------------
@@ -712,12 +718,12 @@ def test_the_hook_samples_are_what_connect_writes(tmp_path):
     claude = {_as_sampled(c, fast) for c in _written_commands("claude-code", fast, str(tmp_path))}
     gemini = {_as_sampled(c, fast) for c in _written_commands("gemini", fast, str(tmp_path))}
     codex = {_as_sampled(c, fast) for c in _written_commands("codex", "kanban-hook", str(tmp_path))}
-    samples = [_as_sampled(line, fast) for line in gates.HOOK_LINES]
+    samples = [_as_sampled(line, fast) for line in matching.HOOK_LINES]
     assert samples[0] in claude
     assert samples[1] in gemini
     assert samples[2] in codex
-    assert _as_sampled(fast, fast) == gates.HOOK_FORWARDER
-    assert gates.HOOK_GUARD == setup.GUARD
+    assert _as_sampled(fast, fast) == matching.HOOK_FORWARDER
+    assert matching.HOOK_GUARD == setup.GUARD
 
 
 @pytest.mark.parametrize("client", ["claude-code", "codex", "gemini", "qwen", "copilot"])
@@ -726,7 +732,9 @@ def test_a_pattern_from_any_written_hook_is_tampering(client, tmp_path):
         words = shlex.split(command.split(" || ")[0])
         for fragment in (" ".join(words[-4:]), words[3] if len(words) > 3 else words[0]):
             line = f"pkill -f {shlex.quote(fragment)}"
-            assert gates.first_match([], "Bash", {"command": line}, CWD) is gates.TAMPERING_RULE
+            assert (
+                matching.first_match([], "Bash", {"command": line}, CWD) is matching.TAMPERING_RULE
+            )
 
 
 @pytest.mark.parametrize(
@@ -748,14 +756,14 @@ def test_a_pattern_from_any_written_hook_is_tampering(client, tmp_path):
     ],
 )
 def test_signals_that_cannot_reach_the_hooks_are_not_tampering(command):
-    assert gates.first_match([], "Bash", {"command": command}, CWD) is None
+    assert matching.first_match([], "Bash", {"command": command}, CWD) is None
 
 
 def test_tampering_is_asked_about_before_any_rule_and_explained():
-    allow_all = [gates.Rule("*", decision=gates.ALLOW)]
-    rule = gates.first_match(allow_all, "Bash", {"command": "pkill -f forwarder"}, CWD)
-    assert rule is gates.TAMPERING_RULE and rule.decision == gates.ASK
-    found = gates.explain(allow_all, "Bash", {"command": "killall node"}, CWD)
+    allow_all = [matching.Rule("*", decision=matching.ALLOW)]
+    rule = matching.first_match(allow_all, "Bash", {"command": "pkill -f forwarder"}, CWD)
+    assert rule is matching.TAMPERING_RULE and rule.decision == matching.ASK
+    found = matching.explain(allow_all, "Bash", {"command": "killall node"}, CWD)
     assert found.built_in and "Stopping the supervision's hooks" in found.sentence
 
 
@@ -763,16 +771,16 @@ def test_tampering_is_asked_about_before_any_rule_and_explained():
 
 
 def test_an_mcp_tool_is_read_by_its_inputs_shape():
-    shell_like = gates.read_action("mcp__shell__run", {"command": "rm -rf /"}, CWD)
+    shell_like = matching.read_action("mcp__shell__run", {"command": "rm -rf /"}, CWD)
     assert shell_like.kind == "shell" and "rm -rf /" in shell_like.texts
-    writer = gates.read_action("mcp__fs__write_file", {"path": "~/.bashrc", "content": "x"}, CWD)
+    writer = matching.read_action("mcp__fs__write_file", {"path": "~/.bashrc", "content": "x"}, CWD)
     assert (writer.kind, writer.outside) == ("write", True)
-    reader = gates.read_action("mcp__fs__read_file", {"path": "/etc/passwd"}, CWD)
+    reader = matching.read_action("mcp__fs__read_file", {"path": "/etc/passwd"}, CWD)
     assert reader.kind == "mcp"
     # A rule for the tool's own name still names it.
-    own = gates.Rule("mcp__shell__*", decision=gates.DENY)
-    assert gates.first_match([own], "mcp__shell__run", {"command": "ls"}, CWD) == own
-    assert gates.describe_call("mcp__shell__run", {"command": "ls"}) == "Calling shell › run"
+    own = matching.Rule("mcp__shell__*", decision=matching.DENY)
+    assert matching.first_match([own], "mcp__shell__run", {"command": "ls"}, CWD) == own
+    assert matching.describe_call("mcp__shell__run", {"command": "ls"}) == "Calling shell › run"
 
 
 # -- writes to the temporary folders ----------------------------------------------------------
@@ -792,9 +800,9 @@ def test_a_log_in_the_temporary_folder_is_not_a_write_outside_the_folder(call):
 
 
 def test_a_temporary_folders_name_does_not_hide_a_write_elsewhere():
-    assert decision(sh("echo x > /tmp/../home/ann/.bashrc")) == gates.ASK
-    assert decision(sh("TMPDIR=/etc; echo x > $TMPDIR/motd")) == gates.ASK
-    assert decision(sh("ln -s ~/.ssh /tmp/k && echo k >> /tmp/k/authorized_keys")) == gates.ASK
+    assert decision(sh("echo x > /tmp/../home/ann/.bashrc")) == matching.ASK
+    assert decision(sh("TMPDIR=/etc; echo x > $TMPDIR/motd")) == matching.ASK
+    assert decision(sh("ln -s ~/.ssh /tmp/k && echo k >> /tmp/k/authorized_keys")) == matching.ASK
 
 
 # -- one regex engine ----------------------------------------------------------------------------
@@ -804,24 +812,24 @@ def test_a_temporary_folders_name_does_not_hide_a_write_elsewhere():
     "pattern", ["x{e<=9}", "(?:rm){e<=2}", "a{1<=e<=3}", "[[:alpha:]]+", r"\p{L}"]
 )
 def test_a_pattern_the_matcher_reads_otherwise_than_the_check_is_refused(pattern):
-    assert gates.pattern_problem(pattern) is not None
+    assert matching.pattern_problem(pattern) is not None
 
 
 def test_a_fuzzy_pattern_saved_before_the_check_holds_nothing_wholesale():
     # Saved by hand before the check: not compiled, so an allow is passed over and an ask
     # asks as for what cannot be read (never a fuzzy match of every call).
-    rule = gates.Rule("Bash", "x{e<=9}", decision=gates.ALLOW)
-    assert gates.first_match([rule], "Bash", {"command": "ls"}, CWD) is None
+    rule = matching.Rule("Bash", "x{e<=9}", decision=matching.ALLOW)
+    assert matching.first_match([rule], "Bash", {"command": "ls"}, CWD) is None
 
 
 @pytest.mark.parametrize("pattern", [r"a\{e<=9\}", "[{]", r"x{2,3}", r"^rm\s+-rf\b", "a{,3}"])
 def test_braces_that_are_repeats_or_escaped_are_accepted(pattern):
-    assert gates.pattern_problem(pattern) is None
+    assert matching.pattern_problem(pattern) is None
 
 
 def test_the_default_rules_are_all_valid_patterns():
-    for rule in gates.DEFAULT_RULES:
-        assert gates.pattern_problem(rule.pattern) is None, rule.note
+    for rule in matching.DEFAULT_RULES:
+        assert matching.pattern_problem(rule.pattern) is None, rule.note
 
 
 def test_the_plumbing_that_wrote_hooks_off_in_the_review_is_held():
@@ -830,15 +838,19 @@ def test_the_plumbing_that_wrote_hooks_off_in_the_review_is_held():
         "git update-index --add --cacheinfo 100644,$h,.claude/settings.local.json && "
         "git checkout-index -f .claude/settings.local.json"
     )
-    allow_all = [gates.Rule("*", decision=gates.ALLOW)]
-    assert gates.first_match(allow_all, "Bash", {"command": line}, CWD) is gates.SUPERVISION_RULE
+    allow_all = [matching.Rule("*", decision=matching.ALLOW)]
+    assert (
+        matching.first_match(allow_all, "Bash", {"command": line}, CWD) is matching.SUPERVISION_RULE
+    )
     # Naming a supervision file with no write the reader cannot list is a read.
-    assert gates.first_match([], "Bash", {"command": "git diff .claude/settings.json"}, CWD) is None
+    assert (
+        matching.first_match([], "Bash", {"command": "git diff .claude/settings.json"}, CWD) is None
+    )
 
 
 def test_a_shell_given_a_script_is_a_command_an_allow_rule_must_cover():
-    rules = [gates.Rule("Bash", r"^npm test$", decision=gates.ALLOW)]
-    assert decision(sh("bash -c 'npm test'"), rules) == gates.ALLOW
+    rules = [matching.Rule("Bash", r"^npm test$", decision=matching.ALLOW)]
+    assert decision(sh("bash -c 'npm test'"), rules) == matching.ALLOW
     assert decision(sh("bash evil.sh -c; npm test"), rules) is None
 
 
@@ -862,4 +874,4 @@ def test_one_liners_that_run_and_delete_nothing_are_not_held(command):
     ["printf '\\x' | sh", "printf '\\xZZ\\9' | bash", "echo $'\\x' | sh", "git -c", "kill --"],
 )
 def test_broken_escapes_and_cut_lines_are_read_without_error(command):
-    gates.first_match(list(gates.DEFAULT_RULES), "Bash", {"command": command}, CWD)
+    matching.first_match(list(matching.DEFAULT_RULES), "Bash", {"command": command}, CWD)

@@ -14,7 +14,7 @@ The line is parsed with ``bashlex``; what it cannot parse (``[[ ]]``, ``case``,
 arithmetic) is read again by ``shlex`` with the shell's operators as separators. What
 neither can read, a variable that cannot be resolved where a program or a written path
 should be, or a line nested or long past the bounds below, makes the reading *unsure*:
-the gate then asks a person rather than let it by (``boards.core.gates``).
+the gate then asks a person rather than let it by (``boards.gates.matching``).
 
 Programs are read as they read themselves: long options by their unambiguous prefixes
 (``rm --rec``, ``git reset --har``, as getopt and git accept them), variables set on the

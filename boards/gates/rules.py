@@ -1,7 +1,8 @@
 """A board's gate rules (SPEC §11, §13): which of its agents' tool calls need a person.
 
-The rules are matched by ``boards.core.gates`` (pure functions over normalised actions);
-here they are added, removed and given to new boards, each change one unit of work.
+The rules are matched by ``boards.gates.matching`` (pure functions over normalised actions);
+here they are added, removed and given to new boards, each change one unit of work (the
+core's ``unit_of_work``: the gate sits above the core and writes through it).
 """
 
 from __future__ import annotations
@@ -11,15 +12,16 @@ from typing import Any
 
 from django.db.models import Q
 
-from boards.core import gates, limits
+from boards.core import limits
 from boards.core.errors import Conflict, InvalidInput, NotFound
 from boards.core.services import stepup
 from boards.core.services.work import Work, unit_of_work
 from boards.core.states import EventKind
+from boards.gates import matching
 from boards.models import Board, GateRule, ToolCall
 
 
-def rules_of_board(board: Board, session_id: str = "") -> list[gates.Rule]:
+def rules_of_board(board: Board, session_id: str = "") -> list[matching.Rule]:
     """The board's rules in the order they are matched, for a call of ``session_id``: the
     board's own, and the standing approvals of that session (none of other sessions)."""
     scope = Q(session_id="") | Q(session_id=session_id) if session_id else Q(session_id="")
@@ -31,24 +33,27 @@ def _rule_fields(
 ) -> dict[str, Any]:
     problems = []
     tool = (tool or "").strip()
-    if (p := gates.tool_glob_problem(tool)) is not None:
+    if (p := matching.tool_glob_problem(tool)) is not None:
         problems.append({"field": "tool", "message": p})
-    if (p := gates.pattern_problem(pattern or "")) is not None:
+    if (p := matching.pattern_problem(pattern or "")) is not None:
         problems.append({"field": "pattern", "message": p})
-    if decision not in gates.DECISIONS:
+    if decision not in matching.DECISIONS:
         problems.append({"field": "decision", "message": "ask, deny or allow"})
-    if fallback not in gates.FALLBACKS:
+    if fallback not in matching.FALLBACKS:
         problems.append({"field": "fallback", "message": "deny or allow"})
     if (
         isinstance(wait_seconds, bool)
         or not isinstance(wait_seconds, int)
-        or not gates.WAIT_MIN <= wait_seconds <= gates.WAIT_MAX
+        or not matching.WAIT_MIN <= wait_seconds <= matching.WAIT_MAX
     ):
         problems.append(
-            {"field": "waitSeconds", "message": f"{gates.WAIT_MIN} to {gates.WAIT_MAX} seconds"}
+            {
+                "field": "waitSeconds",
+                "message": f"{matching.WAIT_MIN} to {matching.WAIT_MAX} seconds",
+            }
         )
-    if not isinstance(note, str) or len(note) > gates.NOTE_MAX or "\x00" in note:
-        problems.append({"field": "note", "message": f"at most {gates.NOTE_MAX} characters"})
+    if not isinstance(note, str) or len(note) > matching.NOTE_MAX or "\x00" in note:
+        problems.append({"field": "note", "message": f"at most {matching.NOTE_MAX} characters"})
     if problems:
         summary = "; ".join(f"{p['field']}: {p['message']}" for p in problems)
         raise InvalidInput(f"Gate rule: {summary}", details=problems)
@@ -111,9 +116,9 @@ def gate_rule_add(
     tool: str,
     pattern: str = "",
     outside_cwd: bool = False,
-    decision: str = gates.ASK,
-    wait_seconds: int = gates.WAIT_DEFAULT,
-    fallback: str = gates.DENY,
+    decision: str = matching.ASK,
+    wait_seconds: int = matching.WAIT_DEFAULT,
+    fallback: str = matching.DENY,
     note: str = "",
     step_up: bool = False,
     before: int | None = None,
@@ -171,8 +176,8 @@ def allow_from_now(work: Work, call: ToolCall, scope: str) -> GateRule:
     one too long to spell as a rule, or one a step-up rule holds (it needs a passkey each
     time: a standing approval would walk around it, SPEC §14)."""
     # Read from the text kept whole (the input kept for people drops lists: Codex's argv).
-    action = gates.read_action(
-        call.tool_name, gates.input_for(call.tool_name, call.summary), call.cwd
+    action = matching.read_action(
+        call.tool_name, matching.input_for(call.tool_name, call.summary), call.cwd
     )
     pattern = f"^{_literal(call.summary)}$"
     why = ""
@@ -185,9 +190,9 @@ def allow_from_now(work: Work, call: ToolCall, scope: str) -> GateRule:
     elif stepup.is_step_up(work.board, call=call):  # the rule's flag as it is now
         why = "a step-up rule holds it, and each approval needs a passkey"
     elif (
-        len(call.summary) >= gates.PATTERN_MAX
-        or gates.pattern_problem(pattern) is not None
-        or gates.tool_glob_problem(call.tool_name) is not None
+        len(call.summary) >= matching.PATTERN_MAX
+        or matching.pattern_problem(pattern) is not None
+        or matching.tool_glob_problem(call.tool_name) is not None
     ):
         why = "it is too long to spell as a rule; write one for calls like it on the rules page"
     if why:
@@ -208,8 +213,8 @@ def allow_from_now(work: Work, call: ToolCall, scope: str) -> GateRule:
     fields = {
         "tool": call.tool_name,
         "pattern": pattern,
-        "decision": gates.ALLOW,
-        "note": note[: gates.NOTE_MAX],
+        "decision": matching.ALLOW,
+        "note": note[: matching.NOTE_MAX],
         "session_id": session_id,
     }
     rule = _insert(work, fields, 1)
@@ -301,13 +306,13 @@ def gate_rule_remove(*, board: Board, actor: str, rule_id: int) -> None:
 
 # What a person tests a rule with (a command is matched on its first ``INPUT_MATCH_MAX``
 # characters; more is asked about, which the test shows too).
-TEST_TEXT_MAX = 2 * gates.INPUT_MATCH_MAX
+TEST_TEXT_MAX = 2 * matching.INPUT_MATCH_MAX
 CWD_MAX = 1000
 # The folder a test runs in when the person names none (paths are read against it).
 TEST_CWD = "/home/you/project"
 
 
-def gate_rule_test(*, board: Board, tool: str, text: str, cwd: str = "") -> gates.Explanation:
+def gate_rule_test(*, board: Board, tool: str, text: str, cwd: str = "") -> matching.Explanation:
     """Which of the board's rules would decide a call of ``tool`` doing ``text`` (a
     command, path or URL) in ``cwd``, in no particular session (one session's standing
     approvals do not apply): nothing is saved or recorded."""
@@ -316,7 +321,7 @@ def gate_rule_test(*, board: Board, tool: str, text: str, cwd: str = "") -> gate
     if (
         not isinstance(tool, str)
         or not tool
-        or gates.tool_glob_problem(tool) is not None
+        or matching.tool_glob_problem(tool) is not None
         or any(ch in tool for ch in "|*?")
     ):
         problems.append({"field": "tool", "message": "one tool's name (Bash, Write, mcp__x__y)"})
@@ -329,7 +334,9 @@ def gate_rule_test(*, board: Board, tool: str, text: str, cwd: str = "") -> gate
     if problems:
         summary = "; ".join(f"{p['field']}: {p['message']}" for p in problems)
         raise InvalidInput(f"Gate rule test: {summary}", details=problems)
-    found = gates.explain(rules_of_board(board), tool, gates.input_for(tool, text), cwd.strip())
+    found = matching.explain(
+        rules_of_board(board), tool, matching.input_for(tool, text), cwd.strip()
+    )
     if found.number is None or found.rule is None or found.rule.id is None:
         return found
     # Numbered as people read them: among all the board's rules, one session's included.
@@ -337,9 +344,9 @@ def gate_rule_test(*, board: Board, tool: str, text: str, cwd: str = "") -> gate
     return dataclasses.replace(found, number=number)
 
 
-def _rules_of(rows: list[GateRule]) -> list[gates.Rule]:
+def _rules_of(rows: list[GateRule]) -> list[matching.Rule]:
     return [
-        gates.Rule(
+        matching.Rule(
             r.tool,
             r.pattern,
             r.outside_cwd,
@@ -354,8 +361,9 @@ def _rules_of(rows: list[GateRule]) -> list[gates.Rule]:
     ]
 
 
-def gate_rules_default(*, board: Board) -> None:
-    """Give a new board the default rules (``gates.DEFAULT_RULES``)."""
+def gate_rules_default(board: Board) -> None:
+    """Give a new board the default rules (``matching.DEFAULT_RULES``): installed as
+    the core's board defaults (``services.install_board_defaults``) by ``boards.apps``."""
     GateRule.objects.bulk_create(
         GateRule(
             board=board,
@@ -369,5 +377,5 @@ def gate_rules_default(*, board: Board) -> None:
             note=r.note,
             step_up=r.step_up,
         )
-        for n, r in enumerate(gates.DEFAULT_RULES)
+        for n, r in enumerate(matching.DEFAULT_RULES)
     )
