@@ -3,12 +3,14 @@ by ``connect`` alone, against a live board and a scripted stand-in of their mode
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
 import subprocess
 import threading
 import time
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,15 +98,27 @@ def board_down(machine: Machine) -> str:
     return url
 
 
+@dataclass(frozen=True)
+class Decision:
+    """What a person saw of a held call and did with it."""
+
+    call: str  # the call's id
+    action: str  # "approve", "deny", "approve-board", …
+    subject: str  # the Needs-you item's subject: the tool and the command
+    shown: str  # the call's item on the board page, as its text reads
+
+
 @dataclass
 class Person:
-    """A board's approver in a browser: approves the first held call shown on the board
-    through the board's decide URL (as the inbox's Approve button posts it)."""
+    """A board's approver in a browser: decides held calls through the board's decide URLs
+    (as the Needs-you buttons post them): the first held call shown on the board
+    (``approve_soon``), or the calls of given commands (``decide_soon``)."""
 
     base: str
     slug: str
     cookie: str
     approved: list[str] = field(default_factory=list)
+    decided: list[Decision] = field(default_factory=list)
 
     @classmethod
     def make(cls, cluster: Cluster, base: str, slug: str, name: str) -> Person:
@@ -139,6 +153,79 @@ class Person:
         worker.start()
         return worker
 
+    def held(self, command: str) -> dict[str, Any] | None:
+        """The Needs-you item (as ``/api/inbox`` lists it) of a call of exactly ``command``
+        that waits for a person on this board, or None."""
+        for item in json.loads(self._open("/api/inbox"))["items"]:
+            if (
+                item["board"] == self.slug
+                and item["id"].startswith("call-")
+                and item["subject"].endswith(f": {command}")
+                and any(a["action"] == "deny" for a in item["actions"])
+            ):
+                return item
+        return None
+
+    def shown(self, call: str) -> str:
+        """The text of call ``call``'s item on the board page (its Needs-you strip)."""
+        page = self._open(f"/boards/{self.slug}/")
+        start = page.find(f'data-call="{call}"')
+        if start < 0:
+            return ""
+        end = page.find('class="need need--', start)
+        fragment = page[start : end if end > 0 else len(page)]
+        return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", fragment)).split())
+
+    def decide_soon(
+        self, steps: list[tuple[str, str]], note: str = "", timeout: float = 120
+    ) -> Deciding:
+        """In the background, for each ``(action, command)`` in turn: wait for the held call
+        of exactly ``command``, read its item on the board page, then post ``action``
+        ("approve", "deny", "approve-session", "approve-board") with ``note``. Each step
+        done is in the worker's ``decided`` (and the person's); a step not reached by
+        ``timeout`` (or by ``stop()``) is in its ``errors``."""
+        worker = Deciding(self, steps, note, timeout)
+        worker.start()
+        return worker
+
+
+class Deciding(threading.Thread):
+    """A person deciding held calls in the background (``Person.decide_soon``)."""
+
+    def __init__(self, person: Person, steps: list[tuple[str, str]], note: str, timeout: float):
+        super().__init__(daemon=True)
+        self.person, self.steps, self.note, self.timeout = person, steps, note, timeout
+        self.decided: list[Decision] = []
+        self.errors: list[str] = []
+        self._stop_asked = threading.Event()
+
+    def stop(self) -> None:
+        """Stop waiting (the steps not reached go to ``errors``)."""
+        self._stop_asked.set()
+        self.join(timeout=10)
+
+    def run(self) -> None:
+        try:
+            self._decide()
+        except Exception as exc:  # the test reads it: a thread's exception is lost
+            self.errors.append(repr(exc))
+
+    def _decide(self) -> None:
+        person = self.person
+        deadline = time.monotonic() + self.timeout
+        for action, command in self.steps:
+            while (item := person.held(command)) is None:
+                if time.monotonic() > deadline or self._stop_asked.wait(0.2):
+                    self.errors.append(f"no held call of {command!r}")
+                    return
+            [url] = [a["url"] for a in item["actions"] if a["action"] == action]
+            call = item["id"].removeprefix("call-")
+            shown = person.shown(call)
+            person._open(url, data=urllib.parse.urlencode({"note": self.note}).encode())
+            done = Decision(call, action, item["subject"], shown)
+            self.decided.append(done)
+            person.decided.append(done)
+
 
 def agents(base: str, slug: str, token: str) -> list[dict[str, Any]]:
     request = urllib.request.Request(
@@ -152,4 +239,14 @@ def sessions(base: str, slug: str, token: str) -> list[dict[str, Any]]:
     return [a["session"] for a in agents(base, slug, token) if a.get("session")]
 
 
-__all__ = ["Machine", "Person", "agents", "binary", "board_down", "os", "run", "sessions"]
+__all__ = [
+    "Decision",
+    "Machine",
+    "Person",
+    "agents",
+    "binary",
+    "board_down",
+    "os",
+    "run",
+    "sessions",
+]
