@@ -187,16 +187,17 @@ def test_agent_kanban_answers_its_version_and_lists_every_management_command(ins
     dry = installed.run(*args)
     assert dry.returncode == 0, dry.stderr
     assert "would write" in dry.stdout
-    # The fast form: the venv's own Python, -I -S, the installed forwarder's directory.
+    # The fast form: the venv's own Python, -I -S, the forwarder's copy beside boards.json
+    # (out of the agents' reach: the wheel's own copy lies in a folder they may write).
+    home = Path(installed.env["HOME"])
     fast = re.search(
         rf"({re.escape(str(installed.command.parent))}/python[0-9.]*) -I -S -c "
         r"'import sys;sys.path.append\(sys.argv.pop\(1\)\);import forwarder;"
-        r"sys.exit\(forwarder.main\(\)\)' (/\S+/site-packages/boards/clients) "
+        rf"sys.exit\(forwarder.main\(\)\)' {re.escape(str(home))}/\.config/agent-kanban "
         r"--client claude-code --timeout 3630 \|\| ",
         dry.stdout,
     )
     assert fast, dry.stdout
-    home = Path(installed.env["HOME"])
     assert not (home / ".claude").exists()
     assert not (home / ".config" / "agent-kanban").exists()
     assert not list(installed.work.iterdir())
