@@ -2,8 +2,8 @@
 
 - the sweeper: a thread that, about once a second, reclaims lapsed leases
   (``services.leases_sweep``), ends held tool calls whose client went away, marks agents
-  that went quiet, and wakes webhook deliveries whose wake-up was lost or whose worker
-  died (``delivery.kick``);
+  that went quiet and runners that stopped polling, and wakes webhook deliveries whose
+  wake-up was lost or whose worker died (``delivery.kick``);
 - webhook workers (``delivery.start_workers``), ``KANBAN_WORKER_THREADS`` threads.
 
 ``KANBAN_SWEEPER`` and ``KANBAN_WORKER`` (settings) turn either off: a scale-out
@@ -26,6 +26,7 @@ from django.db import close_old_connections
 from boards.clients import sessions
 from boards.core import services
 from boards.needs import decisions
+from boards.runs import services as runs
 from boards.webhooks import delivery
 
 logger = logging.getLogger(__name__)
@@ -59,6 +60,8 @@ def sweep_forever(interval: float) -> None:
         if rounds % AGENT_SWEEP_EVERY == 0:
             # Agents turning silent or gone show within seconds, with no other write.
             _guarded("agent states", services.agents_sweep)
+            # Runners that stopped polling show offline on open rosters.
+            _guarded("runner presence", runs.runners_sweep)
         # Failures and assignments whose grace ended come to need a person.
         _guarded("needs sweep", decisions.needs_sweep)
         # Webhook deliveries whose wake-up was lost or whose worker died go out again.

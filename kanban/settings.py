@@ -334,6 +334,13 @@ KANBAN_SESSION_CALLS = int(os.environ.get("KANBAN_SESSION_CALLS", "20"))
 # agent of their own, named from the session: the token's cap is its agents').
 KANBAN_SESSIONS_PER_AGENT = int(os.environ.get("KANBAN_SESSIONS_PER_AGENT", "50"))
 KANBAN_SESSION_PUSH_SECONDS = float(os.environ.get("KANBAN_SESSION_PUSH_SECONDS", "1.0"))
+# Runners (SPEC §16, boards.runs): how long a runner's poll is held waiting for a command
+# (a runner unseen for two of these is offline), and how long a queued command may wait
+# for its runner before it is refused as stale.
+KANBAN_RUNNER_POLL_SECONDS = float(os.environ.get("KANBAN_RUNNER_POLL_SECONDS", "25"))
+KANBAN_RUNNER_COMMAND_TTL_SECONDS = float(
+    os.environ.get("KANBAN_RUNNER_COMMAND_TTL_SECONDS", "120")
+)
 
 # -- outbound webhooks (boards.webhooks.subscriptions, boards.webhooks.delivery) ----------------------------
 # Deliveries run as tasks of Django's tasks framework (the django-tasks backport) on its

@@ -5,6 +5,7 @@ from django.views.generic import RedirectView
 
 from boards.agents import http
 from boards.clients import door
+from boards.runs import http as runs
 from boards.web import views
 from boards.web.converters import NumberConverter
 from kanban.security import ThrottledLoginView
@@ -87,4 +88,14 @@ urlpatterns = [
     path("api/boards/<slug:slug>/tools", http.tool_list, name="tool-list"),
     path("api/boards/<slug:slug>/tools/<str:tool>", http.tool_call, name="tool-call"),
     path("api/boards/<slug:slug>/hooks/<str:client>", door.client_hook, name="hook"),
+    # Runners (SPEC §16): the program people start where code lives, outbound only.
+    path("api/boards/<slug:slug>/runners", runs.runner_list, name="runner-list"),
+    path("api/boards/<slug:slug>/runners/hello", runs.runner_hello, name="runner-hello"),
+    path("api/boards/<slug:slug>/runners/poll", runs.runner_poll, name="runner-poll"),
+    path("api/boards/<slug:slug>/runners/<str:name>/ping", runs.runner_ping, name="runner-ping"),
+    path(
+        "api/boards/<slug:slug>/runners/<str:name>/commands/<number:command_id>",
+        runs.runner_command,
+        name="runner-command",
+    ),
 ]

@@ -179,6 +179,16 @@ def _agent_state(e: Told) -> str:
     return f"Agent {e.get('name', '?')} {state}: no call for a while"
 
 
+def _runner(e: Told) -> str:
+    name = e.get("name", "?")
+    if e.kind == EventKind.RUNNER_SEEN:
+        host = f" on {e.get('host')}" if e.get("host") else ""
+        return f"Runner {name} connected{host}"
+    if e.kind == EventKind.RUNNER_GONE:
+        return f"Runner {name} is gone: it has not polled the board for a while"
+    return f"{e.get('command', '?')} sent to runner {name}{e.by}"
+
+
 def _pushed_item(e: Told) -> str:
     """The item a push named: a held call by its agent and command, a session by its
     agent, a task by its number."""
@@ -250,6 +260,9 @@ SENTENCES: dict[str, Callable[[Told], str]] = {
     EventKind.SESSION_ENDED: _session,
     EventKind.AGENT_SILENT: _agent_state,
     EventKind.AGENT_GONE: _agent_state,
+    EventKind.RUNNER_SEEN: _runner,
+    EventKind.RUNNER_GONE: _runner,
+    EventKind.RUNNER_COMMAND: _runner,
     EventKind.PUSHED: _push,
     EventKind.PUSH_WITHDRAWN: _push,
     EventKind.PUSH_ACTED: _push,

@@ -1,4 +1,9 @@
-"""Who is calling: an agent token (bound to one agent, or a team token naming its agent).
+"""Who is calling: an agent token (bound to one agent, or a team token naming its agent),
+an admin-scoped token (reads the event log) or a runner's token (SPEC §16).
+
+Which scope each door takes is checked here only (``_check_scope``): a token of another
+scope is refused with a 403 ``wrong_scope`` naming what that token may do and what the
+door takes.
 
 For every agent door (the tool endpoint, MCP, the coding clients' hooks): ``authenticate``
 reads who calls and writes nothing; ``agent_called`` is the step after it that writes
@@ -53,11 +58,7 @@ def authenticate(
     token, board = _token(headers, board_slug)
     if not suspended_ok:
         _check_not_suspended(token)
-    if token.scope != AGENT_SCOPE:
-        raise PermissionDenied(
-            "This token reads the board's event log; agents call tools with an agent token",
-            code="wrong_scope",
-        )
+    _check_scope(token, (AGENT_SCOPE,), "agents call tools, hooks and MCP with an agent token")
     if token.is_team:
         agent = headers.get("X-Agent", "").strip() or default_agent
         if not agent:
@@ -140,6 +141,27 @@ def refusal_record(
 
 AGENT_SCOPE = "agent"
 ADMIN_SCOPE = "admin"
+RUNNER_SCOPE = "runner"
+
+# What a token of each scope may do, as a refusal at another door says it.
+SCOPE_DOES = {
+    AGENT_SCOPE: "This is an agent's token: it calls tools, hooks and MCP",
+    ADMIN_SCOPE: "This token reads the board's event log",
+    RUNNER_SCOPE: (
+        "This is a runner's token: it registers its runner, reports its presence and claims, "
+        "renews and reports its own runs, and nothing else (no tools, hooks, MCP or "
+        "approvals)"
+    ),
+}
+
+
+def _check_scope(token: AgentToken, allowed: tuple[str, ...], door: str) -> None:
+    """The one check of a token's scope at a door: 403 ``wrong_scope`` naming what the
+    token may do and what ``door`` takes."""
+    if token.scope in allowed:
+        return
+    does = SCOPE_DOES.get(token.scope, f"This token's scope is {token.scope!r}")
+    raise PermissionDenied(f"{does}; {door}", code="wrong_scope")
 
 
 def _token(headers: Mapping[str, str], board_slug: str) -> tuple[AgentToken, Board]:
@@ -167,20 +189,46 @@ def _token(headers: Mapping[str, str], board_slug: str) -> tuple[AgentToken, Boa
 def authenticate_admin(headers: Mapping[str, str], board_slug: str) -> Board:
     """The board an admin-scoped token reads (the event log's JSON, for integrations)."""
     token, board = _token(headers, board_slug)
-    if token.scope != ADMIN_SCOPE:
-        raise PermissionDenied(
-            "Reading the event log needs an admin-scoped token (issued on the Tokens page)",
-            code="wrong_scope",
-        )
+    _check_scope(
+        token,
+        (ADMIN_SCOPE,),
+        "reading the event log needs an admin-scoped token (issued on the Tokens page)",
+    )
     return board
 
 
-def authenticate_reader(headers: Mapping[str, str], board_slug: str) -> Board:
-    """The board any of its valid tokens may read (metrics): agent or admin scope; not
-    a suspended one."""
+def authenticate_reader(
+    headers: Mapping[str, str], board_slug: str, *, runner_ok: bool = False
+) -> Board:
+    """The board a token may read (metrics, the roster): agent or admin scope, and a
+    runner's when ``runner_ok`` (the runners' presence); not a suspended one."""
     token, board = _token(headers, board_slug)
+    scopes = (AGENT_SCOPE, ADMIN_SCOPE, RUNNER_SCOPE) if runner_ok else (AGENT_SCOPE, ADMIN_SCOPE)
+    _check_scope(token, scopes, "this read takes an agent's or an admin-scoped token")
     _check_not_suspended(token)
     return board
+
+
+@dataclass
+class RunnerCaller:
+    """A runner's token on its board: the runner it names (``issuetoken --runner NAME``)."""
+
+    board: Board
+    name: str
+    token: AgentToken = field(repr=False, compare=False)
+
+
+def authenticate_runner(headers: Mapping[str, str], board_slug: str) -> RunnerCaller:
+    """The runner a request's token names, at the runners' doors (hello, poll): a
+    runner-scoped token only, not a suspended one. Reads only."""
+    token, board = _token(headers, board_slug)
+    _check_scope(
+        token,
+        (RUNNER_SCOPE,),
+        "this door is the runners': issue one with `agent-kanban issuetoken <slug> --runner NAME`",
+    )
+    _check_not_suspended(token)
+    return RunnerCaller(board=board, name=token.agent, token=token)
 
 
 def _team_agent(board: Board, token: AgentToken, agent: str) -> str:

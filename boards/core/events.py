@@ -151,6 +151,8 @@ QUIET_KINDS = frozenset(
         EventKind.PUSH_WITHDRAWN,
         EventKind.PUSH_ACTED,
         EventKind.STEP_UP,
+        # A command on its way to a runner: its runner's poll wakes on it, no page changes.
+        EventKind.RUNNER_COMMAND,
     }
 )
 

@@ -149,6 +149,10 @@ class EventKind(models.TextChoices):
     TOOL_CALL_EXPIRED = "tool_call_expired", "Tool call unanswered"
     TOOL_CALL_RAN = "tool_call_ran", "Tool call ran without the board's verdict"
     TOOL_CALL_CLEARED = "tool_call_cleared", "Ungated call cleared"
+    # Runners: the programs that start agents on cards (SPEC §16).
+    RUNNER_SEEN = "runner_seen", "Runner connected"
+    RUNNER_GONE = "runner_gone", "Runner gone"
+    RUNNER_COMMAND = "runner_command", "Command sent to a runner"
     # Reaching a person away from the board (SPEC §14).
     PUSHED = "pushed", "Pushed to devices"
     PUSH_WITHDRAWN = "push_withdrawn", "Push withdrawn"

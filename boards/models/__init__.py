@@ -2,7 +2,7 @@
 
 Models hold fields, constraints and small derived properties only. Every write
 goes through ``boards.core.services``. The models live by noun in this package's modules
-(``tasks``, ``access``, ``webhooks``, ``clients``); every layer imports them from here.
+(``tasks``, ``access``, ``webhooks``, ``clients``, ``runs``); every layer imports them from here.
 """
 
 from boards.core.states import SessionState
@@ -29,6 +29,7 @@ from boards.models.push import (
     StepUp,
     VapidKey,
 )
+from boards.models.runs import CommandState, Runner, RunnerCommand
 from boards.models.tasks import (
     GONE_FACTOR,
     LABELS_MAX,
@@ -72,6 +73,7 @@ __all__ = [
     "Board",
     "CallState",
     "ClientSession",
+    "CommandState",
     "Delivery",
     "DeliveryStatus",
     "Dependency",
@@ -90,6 +92,8 @@ __all__ = [
     "PushNotice",
     "Reason",
     "Role",
+    "Runner",
+    "RunnerCommand",
     "SessionState",
     "Status",
     "StepUp",

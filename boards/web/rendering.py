@@ -15,6 +15,7 @@ from django.template.loader import render_to_string
 from boards.core import selectors
 from boards.models import Board, Event, Label, Status, Task
 from boards.needs import reads
+from boards.runs import selectors as runs
 from boards.web.filters import BoardFilter
 
 COLUMN_TITLES = {
@@ -148,6 +149,7 @@ def header_context(board: Board) -> dict[str, Any]:
         "needs": reads.needs_you([board]),
         "sent": selectors.sent_messages(board),
         "roster": roster,
+        "runners": runs.runner_list(board),
         "doing": doing_by_agent(sessions),
         "oob": True,
     }

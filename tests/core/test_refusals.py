@@ -37,7 +37,6 @@ SEVERAL_SENTENCES = {
     "invite_used",  # an admin revoking it (409), a person following it (410)
     "lease_lost",  # reassigned to another (leave it), or lapsed (claim it again)
     "wip_limit",  # the agent's limit, or the board's
-    "wrong_scope",  # auth.py: an admin token calling tools, an agent token reading events
 }
 
 

@@ -89,28 +89,39 @@ def token_issue(
     created_by: str = "",
     admin: bool = False,
     orchestrator: bool = False,
+    runner: bool = False,
 ) -> str:
     """Issue an API token for the board; the raw token is returned once and never stored.
 
     ``admin``: a token that reads the board's event log (integrations), not the tools.
+    ``runner``: a runner's token (SPEC §16), bound to the runner named ``agent``: it
+    registers that runner, reports its presence and its own runs, and calls nothing else.
     """
+    if runner and (admin or team or orchestrator):
+        raise InvalidInput(
+            "runner: a runner's token is neither a team, an admin nor an orchestrator token",
+            field="runner",
+        )
     agent = "" if team or admin else (agent or "").strip()
     team = team and not admin
     if not team and not admin:
+        what = "runner" if runner else "agent"
         if not agent:
             raise InvalidInput(
-                "agent: a token is bound to an agent name, or is a team token", field="agent"
+                f"{what}: a token is bound to {'a runner' if runner else 'an agent'} name"
+                + ("" if runner else ", or is a team token"),
+                field=what,
             )
         problem = agent_name_problem(agent)
         if problem is not None:
-            raise InvalidInput(f"agent: {problem}", field="agent")
+            raise InvalidInput(f"{what}: {problem}", field=what)
     raw = "ak_" + secrets.token_urlsafe(32)
     AgentToken.objects.create(
         board=board,
         agent=agent,
         is_team=team,
         orchestrator=orchestrator and not admin,
-        scope="admin" if admin else "agent",
+        scope="runner" if runner else "admin" if admin else "agent",
         token_hash=hash_token(raw),
         prefix=raw[:10],
         created_by=created_by,
@@ -128,6 +139,7 @@ def known_name(board: Board, name: str) -> str | None:
         .values_list("owner", flat=True)
         .first()
         or AgentToken.objects.filter(board=board, agent__iexact=name, revoked_at__isnull=True)
+        .exclude(scope="runner")  # a runner is no agent: nothing is sent to or owned by it
         .values_list("agent", flat=True)
         .first()
         or get_user_model()
@@ -145,6 +157,7 @@ def _unknown(board: Board, field: str, name: str) -> InvalidInput:
     names |= set(
         AgentToken.objects.filter(board=board, revoked_at__isnull=True)
         .exclude(agent="")
+        .exclude(scope="runner")
         .values_list("agent", flat=True)[:500]
     )
     names |= set(
