@@ -14,8 +14,8 @@ from django.test import Client
 from boards.agents.mcp import mcp_app
 from boards.clients import sessions
 from boards.core import services
-from boards.models import AgentToken, CallState, ToolCall, hash_token
 from boards.core.services.agents import known_name
+from boards.models import AgentToken, CallState, ToolCall, hash_token
 from tests.support.factories import make_task, make_token
 
 RUNNER_SAYS = "This is a runner's token"
