@@ -23,7 +23,7 @@ from collections.abc import Callable
 from django.conf import settings
 from django.db import close_old_connections
 
-from boards.clients import sessions
+from boards.clients import calls
 from boards.core import services
 from boards.needs import decisions
 from boards.runs import services as runs
@@ -56,7 +56,7 @@ def sweep_forever(interval: float) -> None:
     while True:
         _guarded("lease sweep", services.leases_sweep)
         # Held tool calls whose client went away end with their rule's fallback.
-        _guarded("tool call expiry", sessions.tool_calls_expire)
+        _guarded("tool call expiry", calls.tool_calls_expire)
         if rounds % AGENT_SWEEP_EVERY == 0:
             # Agents turning silent or gone show within seconds, with no other write.
             _guarded("agent states", services.agents_sweep)

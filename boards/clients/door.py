@@ -2,8 +2,8 @@
 
 It reads one hook event (the client's own JSON), authenticates the caller, records the
 event (``sessions.session_event``) and answers in the client's shape; a tool call that a
-gate rule holds for a person keeps its request open, holding no thread, until a decision
-or the rule's deadline.
+gate rule holds for a person (``calls``) keeps its request open, holding no thread, until
+a decision or the rule's deadline.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from pydantic import ValidationError
 
-from boards.clients import actions, claude_code, registry, sessions
+from boards.clients import actions, calls, claude_code, registry, sessions
 from boards.core import auth, services
 from boards.core.errors import InvalidInput, MethodNotAllowed, NotFound, ServiceError, store_busy
 from boards.core.events import listening
@@ -66,7 +66,7 @@ def _label(value: Any) -> str:
 
 def _hook_receive(
     request: HttpRequest, slug: str, client: registry.Client
-) -> tuple[auth.Caller, dict, sessions.Verdict]:
+) -> tuple[auth.Caller, dict, calls.Verdict]:
     """Authenticate, read the client's event as Claude Code's, and record it (in a worker
     thread)."""
     body: Any = None
@@ -114,7 +114,7 @@ def _record(
     event: dict,
     client: registry.Client,
     version: str,
-) -> sessions.Verdict:
+) -> calls.Verdict:
     with services.acting_with(services.Grant(caller.token_id, caller.orchestrator)):
         verdict = sessions.session_event(
             board=caller.board,
@@ -149,7 +149,7 @@ def _suspension(caller: auth.Caller) -> str:
 
 def _plan(
     request: HttpRequest, caller: auth.Caller, client: registry.Client, event: dict
-) -> sessions.Verdict | None:
+) -> calls.Verdict | None:
     """The session's own tasks as cards (SPEC §11); a completion the board refuses (its
     card waits for a person's approval) is the verdict, else None."""
     read = getattr(client.adapter, "plan_steps", None)
@@ -164,9 +164,9 @@ def _plan(
         services.plan_apply(**place, plan=plan, steps=steps)
         return None
     if _suspension(caller):  # a suspended session finishes nothing until a person clears it
-        return sessions.Verdict("deny", sessions.suspended_reason(_suspension(caller)))
+        return calls.Verdict("deny", calls.suspended_reason(_suspension(caller)))
     reason = services.plan_complete(**place, plan=plan, step=steps[0])
-    return sessions.Verdict("deny", reason) if reason else None
+    return calls.Verdict("deny", reason) if reason else None
 
 
 def _respond(
@@ -204,10 +204,10 @@ async def _hold(caller: auth.Caller, call_id: int) -> tuple[str, str]:
         while True:
             call = await read(call_id)
             if call.state != CallState.REQUESTED:
-                return sessions.verdict_of(call)
+                return calls.verdict_of(call)
             remaining = (call.deadline - timezone.now()).total_seconds()
             if remaining <= 0:
-                await database_sync_to_async(sessions.tool_call_expire)(
+                await database_sync_to_async(calls.tool_call_expire)(
                     board=caller.board, call_id=call_id
                 )
                 continue

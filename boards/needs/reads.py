@@ -110,7 +110,7 @@ class Item:
 
     @property
     def call_fields(self) -> list[tuple[str, str]]:
-        """A held call's input as kept (``sessions._bounded``: long strings shortened), field
+        """A held call's input as kept (``calls._bounded``: long strings shortened), field
         by field, what a person decides on: a Write's content, an Edit's old and new text."""
         if self.call is None or not isinstance(self.call.tool_input, dict):
             return []

@@ -20,7 +20,7 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from boards.clients import sessions
+from boards.clients import calls
 from boards.core import permissions, services
 from boards.core.errors import Conflict, Gone, NotFound, PermissionDenied
 from boards.models import ApprovalState, Board, CallState, PushLink, Reason, Task
@@ -105,7 +105,7 @@ def link_act(raw: Any, *, action: str | None = None) -> str:
         if link.call is not None:
             if link.call.state != CallState.REQUESTED:
                 raise _changed("It was decided already (on the board or another device)")
-            sessions.tool_call_decide(
+            calls.tool_call_decide(
                 board=board, person=person, call_id=link.call.pk, approve=approve
             )
         else:

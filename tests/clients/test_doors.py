@@ -13,7 +13,7 @@ import json
 import pytest
 from django.test import Client
 
-from boards.clients import registry, sessions
+from boards.clients import calls, registry, sessions
 from boards.gates import rules as gaterules
 from boards.models import Board, ClientSession, GateRule, ToolCall
 from tests.support.factories import make_board, make_token
@@ -163,7 +163,7 @@ def test_a_held_call_of_a_client_without_ids_ends_as_the_person_decided(board, t
     gaterules.gate_rule_add(board=board, actor="pat", tool="Bash", pattern=r"\brm\b")
     event = registry.BY_NAME["gemini"].adapter.normalise(shell_call("gemini", "rm -r dist"))
     verdict = sessions.session_event(board=board, agent="dev", event=event, client="gemini")
-    sessions.tool_call_decide(board=board, person="pat", call_id=verdict.held, approve=False)
+    calls.tool_call_decide(board=board, person="pat", call_id=verdict.held, approve=False)
     assert ClientSession.objects.get().calls[0]["outcome"] == "denied"
 
 

@@ -16,7 +16,7 @@ from asgiref.sync import sync_to_async
 from django.test import AsyncClient, Client
 from django.utils import timezone
 
-from boards.clients import sessions
+from boards.clients import calls, sessions
 from boards.core import services
 from boards.core.errors import Conflict, PermissionDenied
 from boards.gates import matching
@@ -297,7 +297,7 @@ async def test_an_ask_holds_the_call_until_a_person_approves_with_a_note(token_a
     assert session.state == "waiting"
     assert not waiting.done()
 
-    await sync_to_async(sessions.tool_call_decide)(
+    await sync_to_async(calls.tool_call_decide)(
         board=board, person="pat", call_id=call.pk, approve=True, note="fine, it is a build dir"
     )
     status, answer = await asyncio.wait_for(waiting, 10)
@@ -317,14 +317,14 @@ async def test_a_denial_answers_deny_with_the_persons_note_as_the_reason(token_a
     board, token = token_async
     waiting = asyncio.ensure_future(send_async(token, bash("git push --force")))
     call = await _held(board)
-    await sync_to_async(sessions.tool_call_decide)(
+    await sync_to_async(calls.tool_call_decide)(
         board=board, person="pat", call_id=call.pk, approve=False, note="never force-push main"
     )
     verdict, reason = decision((await asyncio.wait_for(waiting, 10))[1])
     assert verdict == "deny"
     assert "never force-push main" in reason
     with pytest.raises(Exception, match="already decided"):
-        await sync_to_async(sessions.tool_call_decide)(
+        await sync_to_async(calls.tool_call_decide)(
             board=board, person="pat", call_id=call.pk, approve=True
         )
 
@@ -347,7 +347,7 @@ async def test_a_held_call_nobody_answers_ends_with_the_fallback_at_its_wait(tok
 def test_the_sweeper_ends_calls_whose_client_went_away(board, token):
     sessions.session_event(board=board, agent="claude", event=bash("rm -rf /tmp/x"))
     ToolCall.objects.update(deadline=timezone.now() - timedelta(seconds=30))
-    assert sessions.tool_calls_expire() == 1
+    assert calls.tool_calls_expire() == 1
     assert ToolCall.objects.get().state == "expired"
     assert ClientSession.objects.get().calls[-1]["outcome"] == "denied"
 
@@ -443,12 +443,12 @@ def test_a_rule_made_step_up_after_its_call_was_held_needs_the_passkey_to_approv
     gaterules.gate_rule_change(board=board, actor="pat", rule_id=rule.pk, step_up=True)
 
     with pytest.raises(PermissionDenied) as refused:
-        sessions.tool_call_decide(board=board, person="pat", call_id=call.pk, approve=True)
+        calls.tool_call_decide(board=board, person="pat", call_id=call.pk, approve=True)
     assert refused.value.code == "step_up_required"
 
     # The other way round: no longer step-up, approved with a tap.
     gaterules.gate_rule_change(board=board, actor="pat", rule_id=rule.pk, step_up=False)
-    sessions.tool_call_decide(board=board, person="pat", call_id=call.pk, approve=True)
+    calls.tool_call_decide(board=board, person="pat", call_id=call.pk, approve=True)
     assert ToolCall.objects.get(pk=call.pk).state == CallState.APPROVED
 
 
@@ -460,7 +460,7 @@ def test_a_held_call_whose_rule_was_deleted_keeps_the_step_up_it_was_held_with(b
     assert call.gate_rule_id is None and call.step_up is True
 
     with pytest.raises(PermissionDenied):
-        sessions.tool_call_decide(board=board, person="pat", call_id=call.pk, approve=True)
+        calls.tool_call_decide(board=board, person="pat", call_id=call.pk, approve=True)
 
 
 def test_no_standing_approval_for_a_call_whose_rule_became_step_up_after_it_was_held(board):
@@ -469,7 +469,7 @@ def test_no_standing_approval_for_a_call_whose_rule_became_step_up_after_it_was_
     gaterules.gate_rule_change(board=board, actor="pat", rule_id=rule.pk, step_up=True)
 
     with pytest.raises(Conflict) as refused:
-        sessions.tool_call_decide(
+        calls.tool_call_decide(
             board=board, person="pat", call_id=call.pk, approve=True, from_now="board"
         )
     assert "passkey" in str(refused.value), refused.value

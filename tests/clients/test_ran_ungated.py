@@ -19,7 +19,7 @@ from channels.db import database_sync_to_async
 from django.test import AsyncClient, Client
 from django.utils import timezone
 
-from boards.clients import registry, sessions
+from boards.clients import calls, registry, sessions
 from boards.core.activity import describe
 from boards.core.errors import NotFound
 from boards.core.states import EventKind
@@ -122,7 +122,7 @@ def test_a_denied_call_that_ran_is_recorded_as_run_and_waits_for_a_person(client
     assert ran.state == CallState.RAN and ran.ran_at is not None
     assert ran.summary == DEPLOY and ran.agent == "dev"
     [entry] = board.client_sessions.get().calls
-    assert entry["outcome"] == sessions.RAN_UNGATED
+    assert entry["outcome"] == calls.RAN_UNGATED
     [item] = tampering(board)
     assert item.question == (
         f"ran Bash `{DEPLOY}` without the board's verdict: its hook was stopped. Its token is "
@@ -147,7 +147,7 @@ def test_a_suspended_sessions_next_call_is_denied_until_a_person_clears_it(clien
     assert "suspended" in reason and "clear the session on the board" in reason
 
     [item] = tampering(board)
-    sessions.tool_call_clear(board=board, person="pat", call_id=item.call.pk)
+    calls.tool_call_clear(board=board, person="pat", call_id=item.call.pk)
     assert not suspended(board) and not tampering(board)
     # A fresh call id: the roster's entry of the refused one is left as it was.
     assert send(client, token, shell_call(client, "ls -la", session="s-2"))[1] == {}
@@ -223,13 +223,13 @@ def test_a_call_still_held_for_a_person_that_ran_is_caught(client, board, token)
         "it was still waiting for a person's decision"
     )
     with pytest.raises(Exception) as late:
-        sessions.tool_call_decide(board=board, person="pat", call_id=call.pk, approve=True)
+        calls.tool_call_decide(board=board, person="pat", call_id=call.pk, approve=True)
     assert getattr(late.value, "code", "") == "call_decided"
 
 
 def _expired(call: ToolCall, board: Board) -> None:
     ToolCall.objects.filter(pk=call.pk).update(deadline=timezone.now() - timedelta(seconds=1))
-    sessions.tool_call_expire(board=board, call_id=call.pk)
+    calls.tool_call_expire(board=board, call_id=call.pk)
 
 
 def test_a_call_ended_by_its_fallback_deny_that_ran_is_caught(board, token):
@@ -247,7 +247,7 @@ def test_a_call_ended_by_its_fallback_deny_that_ran_is_caught(board, token):
 
 def test_a_call_a_person_denied_that_ran_says_who_denied_it(board, token):
     call = held(board, token, "rm -rf build")
-    sessions.tool_call_decide(board=board, person="pat", call_id=call.pk, approve=False)
+    calls.tool_call_decide(board=board, person="pat", call_id=call.pk, approve=False)
     send("claude-code", token, after("claude-code", shell_call("claude-code", "rm -rf build")))
 
     call.refresh_from_db()
@@ -257,7 +257,7 @@ def test_a_call_a_person_denied_that_ran_says_who_denied_it(board, token):
 
 def test_calls_the_board_allowed_end_as_they_ran(board, token):
     approved = held(board, token, "rm -rf build")
-    sessions.tool_call_decide(board=board, person="pat", call_id=approved.pk, approve=True)
+    calls.tool_call_decide(board=board, person="pat", call_id=approved.pk, approve=True)
     send("claude-code", token, after("claude-code", shell_call("claude-code", "rm -rf build")))
     GateRule.objects.filter(board=board, note="Recursive delete").update(fallback="allow")
     lapsed = held(board, token, "rm -rf dist")
@@ -284,15 +284,15 @@ def test_clearing_one_of_two_leaves_the_token_suspended_until_the_last(board, to
         send("claude-code", token, after("claude-code", call))
     first, second = tampering(board)
 
-    sessions.tool_call_clear(board=board, person="pat", call_id=first.call.pk, note="seen")
+    calls.tool_call_clear(board=board, person="pat", call_id=first.call.pk, note="seen")
     assert suspended(board)
-    sessions.tool_call_clear(board=board, person="pat", call_id=second.call.pk)
+    calls.tool_call_clear(board=board, person="pat", call_id=second.call.pk)
     assert not suspended(board)
     cleared = Event.objects.filter(kind=EventKind.TOOL_CALL_CLEARED).order_by("seq")
     assert [e.data["note"] for e in cleared] == ["seen", ""]
     assert ToolCall.objects.get(pk=first.call.pk).cleared_by == "pat"
     with pytest.raises(Exception) as again:
-        sessions.tool_call_clear(board=board, person="pat", call_id=first.call.pk)
+        calls.tool_call_clear(board=board, person="pat", call_id=first.call.pk)
     assert getattr(again.value, "code", "") == "call_cleared"
 
 
@@ -302,7 +302,7 @@ def test_revoking_from_the_item_revokes_the_token_for_good(board, token):
     send("claude-code", token, after("claude-code", call))
     [item] = tampering(board)
 
-    sessions.tool_call_clear(board=board, person="pat", call_id=item.call.pk, revoke=True)
+    calls.tool_call_clear(board=board, person="pat", call_id=item.call.pk, revoke=True)
 
     assert not tampering(board)
     status, answer = send("claude-code", token, shell_call("claude-code", "ls"))
@@ -313,7 +313,7 @@ def test_revoking_from_the_item_revokes_the_token_for_good(board, token):
 def test_only_a_call_that_ran_ungated_can_be_cleared(board, token):
     call = held(board, token, "rm -rf build")
     with pytest.raises(NotFound):
-        sessions.tool_call_clear(board=board, person="pat", call_id=call.pk)
+        calls.tool_call_clear(board=board, person="pat", call_id=call.pk)
 
 
 def test_the_item_is_in_the_persons_inbox_on_the_board_and_in_the_log(board, token, person_client):
@@ -385,7 +385,7 @@ def test_the_same_after_call_event_twice_raises_one_item_and_stays_ran(board, to
     send("claude-code", token, after("claude-code", call))
 
     assert len(tampering(board)) == 1
-    assert [c["outcome"] for c in board.client_sessions.get().calls] == [sessions.RAN_UNGATED]
+    assert [c["outcome"] for c in board.client_sessions.get().calls] == [calls.RAN_UNGATED]
 
 
 # -- the item's buttons on the board (boards/web/views/tasks.py's call_decide)

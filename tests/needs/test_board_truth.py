@@ -11,7 +11,7 @@ from django.core.cache import cache
 from django.test import Client
 from django.utils import timezone
 
-from boards.clients import sessions
+from boards.clients import calls, sessions
 from boards.core import selectors, services
 from boards.core.rules import needs_of
 from boards.core.selectors.sessions import human_duration
@@ -228,7 +228,7 @@ def test_what_matters_includes_the_boards_own_decisions(board, person_client):
     make_token(board, "claude")
     sessions.session_event(board=board, agent="claude", event=bash("rm -rf /tmp/x"))
     ToolCall.objects.update(deadline=timezone.now() - timedelta(seconds=30))
-    assert sessions.tool_calls_expire() == 1
+    assert calls.tool_calls_expire() == 1
     kinds = [e.kind for e in selectors.activity_page(board, matters=True)]
     assert "tool_call_expired" in kinds
     page = person_client.get("/boards/team/activity/?matters=1").content.decode()

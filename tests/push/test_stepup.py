@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import pytest
 from django.utils import timezone
 
-from boards.clients import sessions
+from boards.clients import calls, sessions
 from boards.core import services
 from boards.core.errors import PermissionDenied
 from boards.core.services import stepup
@@ -69,7 +69,7 @@ def test_approving_a_step_up_call_needs_a_recent_assertion_from_a_person_with_a_
     call = held(board, "rm -rf build")
     with_passkey(person)
     with pytest.raises(PermissionDenied) as refused:
-        sessions.tool_call_decide(board=board, person="pat", call_id=call.pk, approve=True)
+        calls.tool_call_decide(board=board, person="pat", call_id=call.pk, approve=True)
     assert refused.value.code == "step_up_required"
     assert ToolCall.objects.get(pk=call.pk).state == "requested"
 
@@ -77,21 +77,21 @@ def test_approving_a_step_up_call_needs_a_recent_assertion_from_a_person_with_a_
         user=person, board=board, item=f"call-{call.pk}", at=timezone.now() - timedelta(minutes=6)
     )
     with pytest.raises(PermissionDenied):
-        sessions.tool_call_decide(board=board, person="pat", call_id=call.pk, approve=True)
+        calls.tool_call_decide(board=board, person="pat", call_id=call.pk, approve=True)
     old.delete()
     stepup.step_up_record(user=person, board=board, item_key=f"call-{call.pk}")
-    sessions.tool_call_decide(board=board, person="pat", call_id=call.pk, approve=True)
+    calls.tool_call_decide(board=board, person="pat", call_id=call.pk, approve=True)
     assert ToolCall.objects.get(pk=call.pk).state == "approved"
 
 
 def test_deny_never_needs_a_passkey_and_no_passkey_approves_as_before(board, person):
     with_passkey(person)
     first = held(board, "sudo reboot")
-    sessions.tool_call_decide(board=board, person="pat", call_id=first.pk, approve=False)
+    calls.tool_call_decide(board=board, person="pat", call_id=first.pk, approve=False)
     assert ToolCall.objects.get(pk=first.pk).state == "denied"
     Passkey.objects.all().delete()
     second = held(board, "git push origin main")
-    sessions.tool_call_decide(board=board, person="pat", call_id=second.pk, approve=True)
+    calls.tool_call_decide(board=board, person="pat", call_id=second.pk, approve=True)
     assert ToolCall.objects.get(pk=second.pk).state == "approved"
 
 

@@ -11,7 +11,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from boards.clients import sessions
+from boards.clients import calls, sessions
 from boards.core.errors import Conflict, InvalidInput, NotFound
 from boards.gates import matching
 from boards.gates import rules as gaterules
@@ -323,7 +323,7 @@ def held(board: Board, command: str, session: str = "s-one", tool: str = "Bash")
 
 def decides(board: Board, command: str, session: str) -> str | None:
     event = {"tool_name": "Bash", "tool_input": {"command": command}, "cwd": "/srv/app"}
-    rule = sessions._first_match(board, {**event, "session_id": session})
+    rule = calls.first_match(board, {**event, "session_id": session})
     return rule.decision if rule else None
 
 
@@ -381,7 +381,7 @@ def test_a_call_the_gate_cannot_read_whole_is_approved_alone_or_not_at_all(board
 def test_a_write_to_the_supervision_is_never_allowed_from_now_on(board):
     call = held(board, ".claude/settings.json", tool="Write")
     with pytest.raises(Conflict, match="supervision"):
-        sessions.tool_call_decide(
+        calls.tool_call_decide(
             board=board, person="pat", call_id=call.pk, approve=True, from_now="board"
         )
     call.refresh_from_db()
@@ -392,7 +392,7 @@ def test_a_scope_with_a_denial_or_unknown_is_a_400_naming_the_field(board):
     call = held(board, "rm -rf build")
     for approve, scope in ((False, "board"), (True, "forever")):
         with pytest.raises(InvalidInput) as refused:
-            sessions.tool_call_decide(
+            calls.tool_call_decide(
                 board=board, person="pat", call_id=call.pk, approve=approve, from_now=scope
             )
         assert refused.value.details[0]["field"] == "from_now"

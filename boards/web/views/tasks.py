@@ -13,7 +13,7 @@ from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from boards.clients import sessions
+from boards.clients import calls
 from boards.core import limits, numbers, permissions, selectors, services
 from boards.core.errors import InvalidInput, ServiceError
 from boards.core.fields import PANEL
@@ -390,10 +390,10 @@ def call_decide(
     request: HtmxHttpRequest, board: Board, role: Role, call_id: int, action: str
 ) -> HttpResponse:
     """Approve or deny a coding client's held tool call; the waiting client hears it at
-    once (``sessions.tool_call_decide``), with the note as the reason its model reads.
+    once (``calls.tool_call_decide``), with the note as the reason its model reads.
     ``approve-session`` and ``approve-board`` also allow the same call from now on, a
     change to the gate rules (the rules page's role). ``clear`` and ``revoke-token`` end
-    the item of a call that ran without the board's verdict (``sessions.tool_call_clear``)."""
+    the item of a call that ran without the board's verdict (``calls.tool_call_clear``)."""
     from_now = CALL_FROM_NOW.get(action)
     revoke = CALL_CLEARS.get(action)
     if action not in ("approve", "deny") and from_now is None and revoke is None:
@@ -403,7 +403,7 @@ def call_decide(
     if revoke:
         permissions.check(request.user, board, "tokens")
     if revoke is not None:
-        sessions.tool_call_clear(
+        calls.tool_call_clear(
             board=board,
             person=_person(request),
             call_id=call_id,
@@ -411,7 +411,7 @@ def call_decide(
             note=request.POST.get("note", ""),
         )
     else:
-        sessions.tool_call_decide(
+        calls.tool_call_decide(
             board=board,
             person=_person(request),
             call_id=call_id,
