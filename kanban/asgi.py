@@ -24,11 +24,12 @@ faulthandler.register(signal.SIGUSR1, all_threads=True)
 
 from boards import boot  # noqa: E402
 from boards.agents.mcp import mcp_app  # noqa: E402
-from boards.core import edge, storage  # noqa: E402
+from boards.core import storage  # noqa: E402
 from boards.web.routing import websocket_urlpatterns  # noqa: E402
+from kanban import edge  # noqa: E402
 
 # Oversized bodies are refused as they arrive, before daphne buffers them, and over-long
-# request lines are answered 414 (boards.core.edge).
+# request lines are answered 414 (kanban.edge).
 edge.install()
 # SQLite: one connection held open, so a request's own closing does not checkpoint the log.
 storage.hold_sqlite_open()

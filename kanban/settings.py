@@ -220,7 +220,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "kanban.security.content_security_policy",
-    "boards.core.edge.StoreBusyMiddleware",
+    "kanban.edge.StoreBusyMiddleware",
 ]
 
 ROOT_URLCONF = "kanban.urls"

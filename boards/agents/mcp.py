@@ -60,8 +60,9 @@ from starlette.types import Message, Receive, Scope, Send
 
 from boards.agents import pipeline, schemas
 from boards.core import auth, selectors
-from boards.core.edge import body_limit, expected_origins, json_problem
 from boards.core.errors import InvalidInput, MethodNotAllowed, NotFound, ServiceError, error_body
+from boards.core.limits import body_limit, json_problem
+from boards.core.origins import expected_origins
 
 logger = logging.getLogger(__name__)
 
@@ -435,7 +436,7 @@ def _wants_progress(body: bytes, headers: Headers) -> bool:
 
     Only then is the answer a stream (progress notifications, then the result); every
     other request keeps its single JSON answer, which any client reads. ``body`` is
-    within the size limit and passed ``edge.json_problem``.
+    within the size limit and passed ``limits.json_problem``.
     """
     if "text/event-stream" not in headers.get("accept", ""):
         return False

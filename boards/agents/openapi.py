@@ -55,7 +55,7 @@ def openapi_document(tools: Iterable[Tool]) -> dict[str, Any]:
             (404, "Unknown board, tool or task", error),
             (409, "Conflict: claim lost, blocked, stale version; details by code", conflict),
             (413, "Body too large", error),
-            # Refused at the edge, before any door reads the request (boards.core.edge).
+            # Refused at the edge, before any door reads the request (kanban.edge).
             (414, "Request line (path and query) too long", error),
             (431, "Request headers too large", error),
         ]

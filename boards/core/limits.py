@@ -8,7 +8,12 @@ is read from here by both, so they cannot drift. Changing a value that a model's
 
 from __future__ import annotations
 
+import re
+from array import array
 from decimal import Decimal
+from itertools import accumulate
+
+from django.conf import settings
 
 # -- text --------------------------------------------------------------------------------
 
@@ -98,3 +103,54 @@ GATE_MATCH_BUDGET_SECONDS = 0.1
 # A pattern's size once its repeats are counted (``(a{100}){100}`` is 10,000): compiling
 # a larger one costs the server seconds and gigabytes.
 GATE_PATTERN_SIZE_MAX = 10_000
+
+# -- requests --------------------------------------------------------------------------
+# Read by every door, and enforced before any door by the server's edge (``kanban.edge``).
+
+# Room for the MCP JSON-RPC envelope around a tool call's arguments (boards.agents.mcp): the
+# tool API, the hook door and the MCP endpoint each check their exact limit once the body
+# is read; the edge refuses, unread, what no door would take.
+ENVELOPE_BYTES = 16 * 1024
+
+
+def body_limit() -> int:
+    """The largest request body the server reads at all (any door's cap, and room for the
+    MCP envelope)."""
+    largest = max(int(settings.KANBAN_MAX_BODY_BYTES), int(settings.KANBAN_HOOK_MAX_BODY_BYTES))
+    return largest + ENVELOPE_BYTES
+
+
+# The longest request target (path and query) a request may name. Twisted reads a
+# request line of up to 16 KiB and hangs up without a word on a longer one; past this
+# the edge answers 414. Every URL of the product is far shorter.
+REQUEST_TARGET_MAX = 8 * 1024
+
+# How deep a JSON body may nest. A tool call needs five or six levels (an MCP envelope
+# around a batch's ops and their lists); parsers recurse per level, and a body of
+# 50,000 brackets takes Python's json down with a RecursionError, so depth is counted
+# before any parser sees the body. (NaN, Infinity and NUL are refused once it is parsed:
+# ``tools.unstorable``.)
+JSON_DEPTH_MAX = 64
+# A JSON string, escapes included: what lies between its quotes is no structure.
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_BRACKETS = b"[]{}"
+_OTHER_BYTES = bytes(set(range(256)) - set(_BRACKETS))
+# An opening bracket counts +1, a closing one -1 (as signed bytes).
+_DEPTH_STEPS = bytes.maketrans(_BRACKETS, bytes([1, 255, 1, 255]))
+
+
+def json_problem(raw: bytes) -> str | None:
+    """Why a request body is refused before it is parsed as JSON (nested deeper than
+    ``JSON_DEPTH_MAX`` levels), or None. Every door that parses JSON asks this first.
+
+    Cheap: a body with few brackets is passed by two counts; otherwise its strings are
+    cut out and the brackets summed, at C speed (about 1 ms for a 500-op batch).
+    """
+    opening = raw.count(b"[") + raw.count(b"{")
+    if opening <= JSON_DEPTH_MAX:
+        return None
+    outside = _JSON_STRING.sub(b'""', raw)
+    steps = array("b", outside.translate(_DEPTH_STEPS, _OTHER_BYTES))
+    if max(accumulate(steps), default=0) > JSON_DEPTH_MAX:
+        return f"nested deeper than {JSON_DEPTH_MAX} levels"
+    return None

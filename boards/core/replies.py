@@ -12,7 +12,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, JsonResponse
 from pydantic import ValidationError
 
-from boards.core import auth, edge, numbers
+from boards.core import auth, limits, numbers
 from boards.core.errors import (
     BODY,
     InvalidInput,
@@ -57,7 +57,7 @@ def parse_body(request: HttpRequest, limit: int | None = None) -> Any:
         raise too_large
     if not raw.strip():
         return {}
-    problem = edge.json_problem(raw)
+    problem = limits.json_problem(raw)
     if problem:
         raise InvalidInput(f"Body is not valid JSON: {problem}", field=BODY, code="invalid_json")
     try:

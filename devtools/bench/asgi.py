@@ -16,8 +16,8 @@ from channels.auth import AuthMiddlewareStack
 from channels.routing import ProtocolTypeRouter, URLRouter
 from django.urls import path
 
-from boards.core import edge
 from boards.web.routing import websocket_urlpatterns
+from kanban import edge
 
 from .echo import EchoConsumer
 

@@ -1,4 +1,4 @@
-"""The server's edge (boards.core.edge): an oversized body is refused before it is read.
+"""The server's edge (kanban.edge): an oversized body is refused before it is read.
 
 Against a real daphne: a client that declares (or streams) far more than the
 limit gets 413 with the API's JSON error after a few KiB, and the server's
@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import pytest
 from channels.testing import HttpCommunicator
 
-from boards.core.edge import body_limit
+from boards.core.limits import body_limit
 from devtools.liveserver import Cluster, call
 from kanban.asgi import application
 

@@ -1,5 +1,5 @@
 """Numbers, days, amounts and JSON bodies from outside are read by one strict parser
-(``boards.core.numbers``, ``boards.core.edge.json_problem``) on every door: digits of another
+(``boards.core.numbers``, ``boards.core.limits.json_problem``) on every door: digits of another
 script are refused by name instead of read as another task ("٣" is not task 3) or
 answered with a 500 ("²"); years far off, NaN and Infinity, and bodies nested past
 any tool's needs are 400s, and a refused input changes nothing (issue #23, item 6).
@@ -18,7 +18,7 @@ from channels.testing import HttpCommunicator
 from pydantic import TypeAdapter, ValidationError
 
 from boards.agents.schemas import TaskId
-from boards.core import edge, numbers, services
+from boards.core import limits, numbers, services
 from boards.core.errors import InvalidInput
 from boards.core.services.boards import BUDGET_MAX
 from boards.models import Board, Event, Membership, Role, Task, Webhook
@@ -154,7 +154,7 @@ def test_an_amount_is_a_finite_decimal_number(value):
     ],
 )
 def test_a_json_body_is_scanned_for_depth_before_parsing(body, problem):
-    assert edge.json_problem(body) == problem
+    assert limits.json_problem(body) == problem
 
 
 # --- the tool API -------------------------------------------------------------------------

@@ -17,8 +17,8 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from boards.core import services
-from boards.core.edge import REQUEST_TARGET_MAX
 from boards.core.errors import Conflict
+from boards.core.limits import REQUEST_TARGET_MAX
 from boards.models import Board, ClientSession, Invite, Task, ToolCall
 from devtools.liveserver import Cluster
 from kanban.asgi import application

@@ -1,25 +1,24 @@
-"""The server's edge: a request body over the limit is refused before it is read.
+"""The server's HTTP edge: what is refused before any view, tool or socket sees a request.
 
 Daphne hands a request to the application only once Twisted has received the
 whole body, and then queues all of it in memory as ``http.request`` messages:
 a 1 GiB POST costs the server about 1 GiB before any view (or ASGI middleware)
-can answer 401 or 413. So the limit is enforced where the bytes arrive, in
-daphne's request class: a declared ``Content-Length`` over the limit, or a
-chunked body that grows past it, is answered 413 at once and the connection is
+can answer 401 or 413. So the limit (``limits.body_limit``) is enforced where the
+bytes arrive, in daphne's request class: a declared ``Content-Length`` over the limit,
+or a chunked body that grows past it, is answered 413 at once and the connection is
 closed; nothing of it is kept. ``BodyLimit`` does the same check on the ASGI side
-for any other server.
+for any other server, ``LineLimit`` answers 414 for an over-long URL, and
+``SameOriginValidator`` lets a socket open only from a page of this very origin.
+``StoreBusyMiddleware`` answers a people's page whose write met a locked database.
 
 ``install()`` is called by ``kanban.asgi``; it replaces the request class daphne
-builds (``daphne.http_protocol.WebRequest``, looked up per connection).
+builds (``daphne.http_protocol.WebRequest``, looked up per connection). The limits
+themselves are the core's (``boards.core.limits``), which every door also checks.
 """
 
 from __future__ import annotations
 
 import json
-import re
-from array import array
-from collections.abc import Mapping
-from itertools import accumulate
 from typing import Any
 
 from django.conf import settings
@@ -36,48 +35,9 @@ from boards.core.errors import (
     error_body,
     store_busy,
 )
+from boards.core.limits import REQUEST_TARGET_MAX, body_limit
 from boards.core.numbers import SEQ_DIGITS
-
-# Room for the MCP JSON-RPC envelope around a tool call's arguments (boards.agents.mcp): the
-# tool API, the hook door and the MCP endpoint each check their exact limit once the body
-# is read; the edge refuses, unread, what no door would take.
-ENVELOPE_BYTES = 16 * 1024
-
-
-def body_limit() -> int:
-    largest = max(int(settings.KANBAN_MAX_BODY_BYTES), int(settings.KANBAN_HOOK_MAX_BODY_BYTES))
-    return largest + ENVELOPE_BYTES
-
-
-# How deep a JSON body may nest. A tool call needs five or six levels (an MCP envelope
-# around a batch's ops and their lists); parsers recurse per level, and a body of
-# 50,000 brackets takes Python's json down with a RecursionError, so depth is counted
-# before any parser sees the body. (NaN, Infinity and NUL are refused once it is parsed:
-# ``tools.unstorable``.)
-JSON_DEPTH_MAX = 64
-# A JSON string, escapes included: what lies between its quotes is no structure.
-_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_BRACKETS = b"[]{}"
-_OTHER_BYTES = bytes(set(range(256)) - set(_BRACKETS))
-# An opening bracket counts +1, a closing one -1 (as signed bytes).
-_DEPTH_STEPS = bytes.maketrans(_BRACKETS, bytes([1, 255, 1, 255]))
-
-
-def json_problem(raw: bytes) -> str | None:
-    """Why a request body is refused before it is parsed as JSON (nested deeper than
-    ``JSON_DEPTH_MAX`` levels), or None. Every door that parses JSON asks this first.
-
-    Cheap: a body with few brackets is passed by two counts; otherwise its strings are
-    cut out and the brackets summed, at C speed (about 1 ms for a 500-op batch).
-    """
-    opening = raw.count(b"[") + raw.count(b"{")
-    if opening <= JSON_DEPTH_MAX:
-        return None
-    outside = _JSON_STRING.sub(b'""', raw)
-    steps = array("b", outside.translate(_DEPTH_STEPS, _OTHER_BYTES))
-    if max(accumulate(steps), default=0) > JSON_DEPTH_MAX:
-        return f"nested deeper than {JSON_DEPTH_MAX} levels"
-    return None
+from boards.core.origins import expected_origins, header
 
 
 def too_large_body() -> bytes:
@@ -171,12 +131,6 @@ def _limited_request_class() -> type:
                 self.channel.transport.loseConnection()
 
     return LimitedWebRequest
-
-
-# The longest request target (path and query) a request may name. Twisted reads a
-# request line of up to 16 KiB and hangs up without a word on a longer one; past this
-# both daphne and ``LineLimit`` answer 414. Every URL of the product is far shorter.
-REQUEST_TARGET_MAX = 8 * 1024
 
 
 def _answer(status: bytes, refusal: ServiceError) -> bytes:
@@ -291,35 +245,6 @@ class BodyLimit:
         await self.app(scope, receive, send)
 
 
-def _header(scope: Mapping[str, Any], name: bytes) -> str:
-    for key, value in scope.get("headers") or []:
-        if key.lower() == name:
-            return value.decode("latin-1")
-    return ""
-
-
-def expected_origins(scope: Mapping[str, Any]) -> set[str]:
-    """The origins a board page served to this request's host would have.
-
-    A page is same-origin with its socket when scheme, host and port all match:
-    ``http://host:port`` for a ``ws://`` socket, ``https://`` for ``wss://`` (or when
-    the proxy named in ``SECURE_PROXY_SSL_HEADER`` says the client used HTTPS).
-    ``CSRF_TRUSTED_ORIGINS`` adds origins a deployment serves its pages from.
-    """
-    host = _header(scope, b"host").strip().lower()
-    secure = scope.get("scheme") in ("wss", "https")
-    proxy = getattr(settings, "SECURE_PROXY_SSL_HEADER", None)
-    if proxy:
-        name = proxy[0].removeprefix("HTTP_").replace("_", "-").lower().encode()
-        secure = secure or _header(scope, name).split(",")[0].strip() == proxy[1]
-    origins = {o.lower().rstrip("/") for o in getattr(settings, "CSRF_TRUSTED_ORIGINS", [])}
-    if host:
-        scheme = "https" if secure else "http"
-        default = ":443" if secure else ":80"
-        origins.add(f"{scheme}://{host.removesuffix(default)}")
-    return origins
-
-
 class SameOriginValidator:
     """WebSocket: accept a handshake only from a page of this very origin.
 
@@ -334,8 +259,8 @@ class SameOriginValidator:
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] == "websocket":
-            origin = _header(scope, b"origin").strip().lower().rstrip("/")
-            domain, _port = split_domain_port(_header(scope, b"host").strip().lower())
+            origin = header(scope, b"origin").strip().lower().rstrip("/")
+            domain, _port = split_domain_port(header(scope, b"host").strip().lower())
             allowed = validate_host(domain, settings.ALLOWED_HOSTS)
             if not (allowed and origin and origin in expected_origins(scope)):
                 # Refuse the handshake (HTTP 403), as Channels' validators do.
