@@ -19,7 +19,6 @@ end-to-end tests use the same harness.
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -53,14 +52,6 @@ def claude() -> Path:
 def board() -> Iterator[HookServer]:
     with HookServer() as board:
         yield board
-
-
-@pytest.fixture
-def closed_url() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}/api/boards/ops/hooks/claude-code"
 
 
 def touch(api: AnthropicStandin, workdir: Path, settings: dict, **kwargs) -> ClaudeRun:

@@ -14,7 +14,6 @@ from boards.needs import reads
 from tests.clients.test_hooks import hook, send
 from tests.support.anthropic_standin import AnthropicStandin, Text, ToolUse
 from tests.support.claude_cli import command_hook_settings, http_hook_settings, run_claude
-from tests.support.factories import make_token
 from tests.support.hook_server import HookServer
 
 
@@ -47,11 +46,6 @@ def updated(task_id: str, to: str, was: str = "pending", session: str = "s-1") -
 
 def completed(task_id: str, subject: str, session: str = "s-1") -> dict:
     return hook("TaskCompleted", session, task_id=task_id, task_subject=subject)
-
-
-@pytest.fixture
-def token(board) -> str:
-    return make_token(board, "claude")
 
 
 @pytest.mark.django_db

@@ -15,12 +15,6 @@ from boards.clients import actions, claude_code, sessions
 from boards.gates import rules as gaterules
 from boards.models import ClientSession, ToolCall
 from tests.clients.test_hooks import bash, hook, send
-from tests.support.factories import make_token
-
-
-@pytest.fixture
-def token(board) -> str:
-    return make_token(board, "claude")
 
 
 def calls(token: str) -> list[dict]:

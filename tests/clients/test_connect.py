@@ -30,15 +30,6 @@ TOKEN = "ak_test_token_123456"
 FAST = shlex.join([sys.executable, "-I", "-S", "-c"])
 
 
-@pytest.fixture
-def home(tmp_path, monkeypatch) -> Path:
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("PATH", str(tmp_path / "bin"))  # nothing installed unless a test says
-    for name in ("XDG_CONFIG_HOME", "CODEX_HOME", "COPILOT_HOME", "KANBAN_TOKEN"):
-        monkeypatch.delenv(name, raising=False)
-    return tmp_path
-
-
 def connect(*args: str) -> str:
     out = io.StringIO()
     call_command("connect", "--url", URL, *args, stdout=out)

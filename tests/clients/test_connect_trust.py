@@ -6,7 +6,6 @@ link, a FIFO or a device; ``--remove`` takes out only its own hooks."""
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import signal
@@ -17,10 +16,11 @@ import threading
 from pathlib import Path
 
 import pytest
-from django.core.management import CommandError, call_command
+from django.core.management import CommandError
 
 from boards.clients import registry, setup
 from devtools.liveserver import ROOT
+from tests.clients.test_connect import connect
 from tests.clients.test_real_clients import CLIS
 from tests.support.anthropic_standin import AnthropicStandin, Text, ToolUse
 from tests.support.claude_cli import run_claude
@@ -31,21 +31,6 @@ from tests.support.real_clients import Machine, run
 URL = "http://127.0.0.1:8000/boards/team/"
 TOKEN = "ak_test_token_123456"
 CLAUDE = ("--client", "claude-code")
-
-
-@pytest.fixture
-def home(tmp_path, monkeypatch) -> Path:
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
-    for name in ("XDG_CONFIG_HOME", "CODEX_HOME", "COPILOT_HOME", "KANBAN_TOKEN"):
-        monkeypatch.delenv(name, raising=False)
-    return tmp_path
-
-
-def connect(*args: str) -> str:
-    out = io.StringIO()
-    call_command("connect", "--url", URL, *args, stdout=out)
-    return out.getvalue()
 
 
 def hooks_of(settings: dict, event: str) -> list[dict]:

@@ -17,6 +17,7 @@ from boards.clients import calls, registry, sessions
 from boards.gates import rules as gaterules
 from boards.models import Board, ClientSession, GateRule, ToolCall
 from tests.support.factories import make_board, make_token
+from tests.support.hook_door import denied, post_hook
 from tests.support.hook_payloads import CWD, shell_call
 
 PUSH = "git push origin main"
@@ -43,33 +44,9 @@ def token(board) -> str:
     return make_token(board, "dev")
 
 
-def send(client: str, token: str, body, *, slug: str = "team", **headers):
-    data = body if isinstance(body, bytes | str) else json.dumps(body)
-    response = Client().post(
-        f"/api/boards/{slug}/hooks/{client}",
-        data=data,
-        content_type="application/json",
-        headers={"Authorization": f"Bearer {token}", **headers},
-    )
-    return response.status_code, response.json()
-
-
-def denied(client: str, answer: dict) -> str:
-    """The reason of a deny in ``client``'s shape (fails on any other answer)."""
-    if client in ("claude-code", "codex", "qwen"):
-        out = answer["hookSpecificOutput"]
-        assert out["permissionDecision"] == "deny"
-        return out["permissionDecisionReason"]
-    if client == "copilot":
-        assert answer["permissionDecision"] == "deny"
-        return answer["permissionDecisionReason"]
-    assert answer["decision"] == "deny"
-    return answer["reason"]
-
-
 @pytest.mark.parametrize("client", registry.NAMES)
 def test_a_deny_rule_blocks_each_clients_shell_call_in_its_own_answer_shape(client, token):
-    status, answer = send(client, token, shell_call(client, PUSH))
+    status, answer = post_hook(client, token, shell_call(client, PUSH))
 
     assert status == 200, answer
     assert "No pushes from agents" in denied(client, answer)
@@ -82,7 +59,7 @@ def test_a_deny_rule_blocks_each_clients_shell_call_in_its_own_answer_shape(clie
 
 @pytest.mark.parametrize("client", registry.NAMES)
 def test_a_call_no_rule_matches_gets_no_decision_on_any_door(client, token):
-    assert send(client, token, shell_call(client, "ls -la")) == (200, {})
+    assert post_hook(client, token, shell_call(client, "ls -la")) == (200, {})
     assert not ToolCall.objects.exists()
 
 
@@ -95,7 +72,7 @@ def test_the_default_rules_hold_every_clients_recursive_delete(client, db):
 
 
 def test_an_unknown_client_has_no_door_and_the_answer_names_the_doors(token):
-    status, answer = send("cursor", token, shell_call("codex", PUSH))
+    status, answer = post_hook("cursor", token, shell_call("codex", PUSH))
 
     assert status == 404
     assert answer["error"]["code"] == "unknown_client"
@@ -105,7 +82,7 @@ def test_an_unknown_client_has_no_door_and_the_answer_names_the_doors(token):
 
 
 def test_a_hook_input_that_is_not_an_object_is_refused(token):
-    status, answer = send("gemini", token, "[1, 2]")
+    status, answer = post_hook("gemini", token, "[1, 2]")
     assert status == 400
     assert "JSON object" in answer["error"]["message"]
     assert not ClientSession.objects.exists()
@@ -113,14 +90,14 @@ def test_a_hook_input_that_is_not_an_object_is_refused(token):
 
 def test_the_roster_says_which_client_which_version_and_which_machine(token, person_client):
     start = {"hook_event_name": "SessionStart", "session_id": "g-1", "cwd": CWD}
-    status, _ = send(
+    status, _ = post_hook(
         "gemini",
         token,
         start,
         **{"X-Kanban-Host": "build-box", "X-Kanban-Client-Version": "0.61.0"},
     )
     assert status == 200
-    send("gemini", token, shell_call("gemini", "ls", session="g-1"))  # no headers: kept
+    post_hook("gemini", token, shell_call("gemini", "ls", session="g-1"))  # no headers: kept
 
     agents = person_client.get("/api/boards/team/agents").json()["agents"]
     [session] = [a["session"] for a in agents if a["session"]]
@@ -131,7 +108,9 @@ def test_the_roster_says_which_client_which_version_and_which_machine(token, per
 
 
 def test_a_host_header_is_shown_as_one_bounded_printable_line(token):
-    send("codex", token, shell_call("codex", "ls"), **{"X-Kanban-Host": "a\tb\x07" + "x" * 500})
+    post_hook(
+        "codex", token, shell_call("codex", "ls"), **{"X-Kanban-Host": "a\tb\x07" + "x" * 500}
+    )
     host = ClientSession.objects.get().host
     assert host.startswith("a b") and "\x07" not in host and len(host) == 100
 
@@ -140,22 +119,22 @@ def test_a_host_header_is_shown_as_one_bounded_printable_line(token):
 def test_calls_without_an_id_end_in_their_own_outcome(client, token):
     ls, cat = shell_call(client, "ls"), shell_call(client, "cat x")
     for call in (ls, cat, ls):
-        send(client, token, call)
+        post_hook(client, token, call)
     after = dict(ls, hook_event_name="AfterTool" if client == "gemini" else "PostToolUse")
-    send(client, token, after)
+    post_hook(client, token, after)
 
     calls = ClientSession.objects.get().calls
     assert [c["outcome"] for c in calls] == ["ok", "running", "running"]  # the oldest ls
     assert len({c["id"] for c in calls}) == 3
-    send(client, token, after)
+    post_hook(client, token, after)
     assert [c["outcome"] for c in ClientSession.objects.get().calls] == ["ok", "running", "ok"]
 
 
 def test_a_gemini_tool_error_ends_its_call_as_an_error(token):
     call = shell_call("gemini", "make")
-    send("gemini", token, call)
+    post_hook("gemini", token, call)
     after = dict(call, hook_event_name="AfterTool", tool_response={"error": "exit 2"})
-    send("gemini", token, after)
+    post_hook("gemini", token, after)
     assert ClientSession.objects.get().calls[0]["outcome"] == "error"
 
 
@@ -261,7 +240,7 @@ def test_a_copilot_call_sent_as_a_json_string_under_camel_case_names_is_read(tok
         "toolArgs": json.dumps({"command": PUSH}),
     }
     body["hook_event_name"] = "preToolUse"
-    status, answer = send("copilot", token, body)
+    status, answer = post_hook("copilot", token, body)
     assert status == 200 and "No pushes" in denied("copilot", answer)
 
 

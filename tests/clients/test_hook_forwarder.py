@@ -11,7 +11,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -42,15 +41,6 @@ TOKEN = "tok-123"
 def board() -> Iterator[HookServer]:
     with HookServer() as board:
         yield board
-
-
-@pytest.fixture
-def closed_url() -> str:
-    """A loopback URL on which nothing listens (connection refused at once)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}/api/boards/ops/hooks/claude-code"
 
 
 @pytest.fixture(autouse=True)

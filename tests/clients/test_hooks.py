@@ -23,6 +23,7 @@ from boards.gates import matching
 from boards.gates import rules as gaterules
 from boards.models import Board, CallState, ClientSession, Event, GateRule, Passkey, ToolCall
 from tests.support.factories import make_board, make_token
+from tests.support.hook_door import post_hook
 from tests.support.htmltext import flat
 
 CWD = "/home/dev/project"
@@ -49,20 +50,8 @@ def bash(command: str, session: str = "s-1", use: str = "tu-1") -> dict:
     )
 
 
-@pytest.fixture
-def token(board) -> str:
-    return make_token(board, "claude")
-
-
 def send(token: str, body, slug: str = "team", **headers):
-    data = body if isinstance(body, bytes | str) else json.dumps(body)
-    response = Client().post(
-        f"/api/boards/{slug}/hooks/claude-code",
-        data=data,
-        content_type="application/json",
-        headers={"Authorization": f"Bearer {token}", **headers},
-    )
-    return response.status_code, response.json()
+    return post_hook("claude-code", token, body, slug=slug, **headers)
 
 
 async def send_async(token: str, body: dict, slug: str = "team"):

@@ -7,20 +7,14 @@ import html
 import json
 import re
 
-import pytest
 from django.test import Client
 
 from boards.clients import sessions, setup
 from boards.core import services
 from boards.models import Board
-from tests.support.factories import make_board, make_task, make_token
+from tests.support.factories import make_task, make_token
 
 CWD = "/home/dev/project"
-
-
-@pytest.fixture
-def board(db):
-    return make_board("team", "Team board")
 
 
 def _start(board: Board, client: str, **headers: str) -> None:

@@ -38,6 +38,7 @@ from boards.models import (
 from boards.needs import reads
 from tests.push.test_push import service, subscribe  # noqa: F401 (the fixture)
 from tests.support.factories import make_board, make_token
+from tests.support.hook_door import denied, post_hook
 from tests.support.hook_payloads import shell_call
 from tests.support.push_standin import Browser
 from tests.support.workers import worker_threads
@@ -73,32 +74,9 @@ def token(board) -> str:
     return make_token(board, "dev")
 
 
-def send(client: str, token: str, body) -> tuple[int, dict]:
-    response = Client().post(
-        f"/api/boards/team/hooks/{client}",
-        data=json.dumps(body),
-        content_type="application/json",
-        headers={"Authorization": f"Bearer {token}"},
-    )
-    return response.status_code, response.json()
-
-
 def after(client: str, call: dict, **fields) -> dict:
     """``call``'s after-call event as ``client`` sends it: the same call, ended."""
     return {**call, "hook_event_name": AFTER[client], **fields}
-
-
-def denied(client: str, answer: dict) -> str:
-    """The reason of a deny in ``client``'s shape (fails on any other answer)."""
-    if client in ("claude-code", "codex", "qwen"):
-        out = answer["hookSpecificOutput"]
-        assert out["permissionDecision"] == "deny", answer
-        return out["permissionDecisionReason"]
-    if client == "copilot":
-        assert answer["permissionDecision"] == "deny", answer
-        return answer["permissionDecisionReason"]
-    assert answer["decision"] == "deny", answer
-    return answer["reason"]
 
 
 def tampering(board: Board) -> list[reads.Item]:
@@ -112,10 +90,10 @@ def suspended(board: Board) -> bool:
 @pytest.mark.parametrize("client", registry.NAMES)
 def test_a_denied_call_that_ran_is_recorded_as_run_and_waits_for_a_person(client, board, token):
     call = shell_call(client, DEPLOY)
-    status, answer = send(client, token, call)
+    status, answer = post_hook(client, token, call)
     assert "No deploys from agents" in denied(client, answer)
 
-    status, _ = send(client, token, after(client, call))
+    status, _ = post_hook(client, token, after(client, call))
 
     assert status == 200
     [ran] = ToolCall.objects.filter(board=board)
@@ -138,10 +116,10 @@ def test_a_denied_call_that_ran_is_recorded_as_run_and_waits_for_a_person(client
 @pytest.mark.parametrize("client", registry.NAMES)
 def test_a_suspended_sessions_next_call_is_denied_until_a_person_clears_it(client, board, token):
     call = shell_call(client, DEPLOY)
-    send(client, token, call)
-    send(client, token, after(client, call))
+    post_hook(client, token, call)
+    post_hook(client, token, after(client, call))
 
-    status, answer = send(client, token, shell_call(client, "ls -la"))
+    status, answer = post_hook(client, token, shell_call(client, "ls -la"))
     assert status == 200
     reason = denied(client, answer)
     assert "suspended" in reason and "clear the session on the board" in reason
@@ -150,13 +128,13 @@ def test_a_suspended_sessions_next_call_is_denied_until_a_person_clears_it(clien
     calls.tool_call_clear(board=board, person="pat", call_id=item.call.pk)
     assert not suspended(board) and not tampering(board)
     # A fresh call id: the roster's entry of the refused one is left as it was.
-    assert send(client, token, shell_call(client, "ls -la", session="s-2"))[1] == {}
+    assert post_hook(client, token, shell_call(client, "ls -la", session="s-2"))[1] == {}
 
 
 def test_a_suspended_token_is_refused_at_the_tool_api_naming_why(board, token):
     call = shell_call("claude-code", DEPLOY)
-    send("claude-code", token, call)
-    send("claude-code", token, after("claude-code", call))
+    post_hook("claude-code", token, call)
+    post_hook("claude-code", token, after("claude-code", call))
 
     response = Client().post(
         "/api/boards/team/tools/TaskList",
@@ -173,14 +151,14 @@ def test_a_suspended_token_is_refused_at_the_tool_api_naming_why(board, token):
 
 @pytest.mark.parametrize("client", registry.NAMES)
 def test_a_call_the_board_never_saw_asked_is_caught_in_a_gated_session(client, board, token):
-    assert send(client, token, shell_call(client, "ls"))[1] == {}
-    send(client, token, after(client, shell_call(client, "ls")))
+    assert post_hook(client, token, shell_call(client, "ls"))[1] == {}
+    post_hook(client, token, after(client, shell_call(client, "ls")))
     assert not tampering(board)  # the call it saw asked ended as it should
 
     unseen = dict(shell_call(client, "rm -rf build"), tool_use_id="call-never-asked")
     if client in ("gemini", "copilot"):
         del unseen["tool_use_id"]  # they send no id: the call is matched by tool and input
-    send(client, token, after(client, unseen))
+    post_hook(client, token, after(client, unseen))
 
     [item] = tampering(board)
     assert item.call.summary == "rm -rf build"
@@ -193,7 +171,7 @@ def test_a_call_the_board_never_saw_asked_is_caught_in_a_gated_session(client, b
 def test_a_session_whose_calls_never_reached_the_gate_is_not_taken_for_tampering(board, token):
     # Its hooks send the after-call events only (a setup with no gated hook): nothing to
     # compare with, so nothing is raised.
-    send("claude-code", token, after("claude-code", shell_call("claude-code", "rm -rf build")))
+    post_hook("claude-code", token, after("claude-code", shell_call("claude-code", "rm -rf build")))
     assert not tampering(board) and not suspended(board)
     assert not ToolCall.objects.exists()
 
@@ -213,7 +191,7 @@ def held(board: Board, token: str, command: str, client: str = "claude-code") ->
 @pytest.mark.parametrize("client", ["claude-code", "gemini"])
 def test_a_call_still_held_for_a_person_that_ran_is_caught(client, board, token):
     call = held(board, token, "rm -rf build", client)
-    send(client, token, after(client, shell_call(client, "rm -rf build")))
+    post_hook(client, token, after(client, shell_call(client, "rm -rf build")))
 
     call.refresh_from_db()
     assert call.state == CallState.RAN
@@ -235,7 +213,7 @@ def _expired(call: ToolCall, board: Board) -> None:
 def test_a_call_ended_by_its_fallback_deny_that_ran_is_caught(board, token):
     call = held(board, token, "rm -rf build")
     _expired(call, board)
-    send("claude-code", token, after("claude-code", shell_call("claude-code", "rm -rf build")))
+    post_hook("claude-code", token, after("claude-code", shell_call("claude-code", "rm -rf build")))
 
     call.refresh_from_db()
     assert call.state == CallState.RAN  # no longer "expired": it ran
@@ -248,7 +226,7 @@ def test_a_call_ended_by_its_fallback_deny_that_ran_is_caught(board, token):
 def test_a_call_a_person_denied_that_ran_says_who_denied_it(board, token):
     call = held(board, token, "rm -rf build")
     calls.tool_call_decide(board=board, person="pat", call_id=call.pk, approve=False)
-    send("claude-code", token, after("claude-code", shell_call("claude-code", "rm -rf build")))
+    post_hook("claude-code", token, after("claude-code", shell_call("claude-code", "rm -rf build")))
 
     call.refresh_from_db()
     assert call.state == CallState.RAN and call.decided_by == "pat"
@@ -258,12 +236,14 @@ def test_a_call_a_person_denied_that_ran_says_who_denied_it(board, token):
 def test_calls_the_board_allowed_end_as_they_ran(board, token):
     approved = held(board, token, "rm -rf build")
     calls.tool_call_decide(board=board, person="pat", call_id=approved.pk, approve=True)
-    send("claude-code", token, after("claude-code", shell_call("claude-code", "rm -rf build")))
+    post_hook("claude-code", token, after("claude-code", shell_call("claude-code", "rm -rf build")))
     GateRule.objects.filter(board=board, note="Recursive delete").update(fallback="allow")
     lapsed = held(board, token, "rm -rf dist")
     _expired(lapsed, board)
     ended = dict(shell_call("claude-code", "rm -rf dist"), tool_use_id="call-1")
-    send("claude-code", token, after("claude-code", ended, hook_event_name="PostToolUseFailure"))
+    post_hook(
+        "claude-code", token, after("claude-code", ended, hook_event_name="PostToolUseFailure")
+    )
 
     assert not tampering(board) and not suspended(board)
     assert [c["outcome"] for c in board.client_sessions.get().calls] == ["error"]
@@ -271,7 +251,7 @@ def test_calls_the_board_allowed_end_as_they_ran(board, token):
 
 def test_a_stop_after_a_held_call_with_no_outcome_is_not_a_run(board, token):
     call = held(board, token, "rm -rf build")
-    status, _ = send("claude-code", token, {"hook_event_name": "Stop", "session_id": "s-1"})
+    status, _ = post_hook("claude-code", token, {"hook_event_name": "Stop", "session_id": "s-1"})
     assert status == 200
     assert ToolCall.objects.get(pk=call.pk).state == CallState.REQUESTED
     assert not tampering(board) and not suspended(board)
@@ -280,8 +260,8 @@ def test_a_stop_after_a_held_call_with_no_outcome_is_not_a_run(board, token):
 def test_clearing_one_of_two_leaves_the_token_suspended_until_the_last(board, token):
     for n, command in enumerate(("make deploy", "make deploy-all")):
         call = dict(shell_call("claude-code", command), tool_use_id=f"call-{n}")
-        send("claude-code", token, call)
-        send("claude-code", token, after("claude-code", call))
+        post_hook("claude-code", token, call)
+        post_hook("claude-code", token, after("claude-code", call))
     first, second = tampering(board)
 
     calls.tool_call_clear(board=board, person="pat", call_id=first.call.pk, note="seen")
@@ -298,14 +278,14 @@ def test_clearing_one_of_two_leaves_the_token_suspended_until_the_last(board, to
 
 def test_revoking_from_the_item_revokes_the_token_for_good(board, token):
     call = shell_call("claude-code", DEPLOY)
-    send("claude-code", token, call)
-    send("claude-code", token, after("claude-code", call))
+    post_hook("claude-code", token, call)
+    post_hook("claude-code", token, after("claude-code", call))
     [item] = tampering(board)
 
     calls.tool_call_clear(board=board, person="pat", call_id=item.call.pk, revoke=True)
 
     assert not tampering(board)
-    status, answer = send("claude-code", token, shell_call("claude-code", "ls"))
+    status, answer = post_hook("claude-code", token, shell_call("claude-code", "ls"))
     assert (status, answer["error"]["code"]) == (403, "token_revoked")
     assert Event.objects.get(kind=EventKind.TOOL_CALL_CLEARED).data["revoked"] is True
 
@@ -318,8 +298,8 @@ def test_only_a_call_that_ran_ungated_can_be_cleared(board, token):
 
 def test_the_item_is_in_the_persons_inbox_on_the_board_and_in_the_log(board, token, person_client):
     call = shell_call("claude-code", DEPLOY)
-    send("claude-code", token, call)
-    send("claude-code", token, after("claude-code", call))
+    post_hook("claude-code", token, call)
+    post_hook("claude-code", token, after("claude-code", call))
 
     [item] = [i for i in person_client.get("/api/inbox").json()["items"]]
     assert item["reason"] == "tampering" and item["agent"] == "dev"
@@ -365,24 +345,24 @@ async def test_a_held_request_answers_deny_once_its_call_is_reported_run():
 
 def test_a_suspended_session_cannot_complete_its_plans_tasks(board, token):
     call = shell_call("claude-code", DEPLOY)
-    send("claude-code", token, call)
-    send("claude-code", token, after("claude-code", call))
+    post_hook("claude-code", token, call)
+    post_hook("claude-code", token, after("claude-code", call))
     completed = {
         "hook_event_name": "TaskCompleted",
         "session_id": "s-1",
         "task_id": "1",
         "task_subject": "Ship it",
     }
-    status, answer = send("claude-code", token, completed)
+    status, answer = post_hook("claude-code", token, completed)
     assert status == 200
     assert answer["decision"] == "block" and "suspended" in answer["reason"]
 
 
 def test_the_same_after_call_event_twice_raises_one_item_and_stays_ran(board, token):
     call = shell_call("claude-code", DEPLOY)
-    send("claude-code", token, call)
-    send("claude-code", token, after("claude-code", call))
-    send("claude-code", token, after("claude-code", call))
+    post_hook("claude-code", token, call)
+    post_hook("claude-code", token, after("claude-code", call))
+    post_hook("claude-code", token, after("claude-code", call))
 
     assert len(tampering(board)) == 1
     assert [c["outcome"] for c in board.client_sessions.get().calls] == [calls.RAN_UNGATED]
@@ -393,8 +373,8 @@ def test_the_same_after_call_event_twice_raises_one_item_and_stays_ran(board, to
 
 def _ran_item(board: Board, token: str) -> reads.Item:
     call = shell_call("claude-code", DEPLOY)
-    send("claude-code", token, call)
-    send("claude-code", token, after("claude-code", call))
+    post_hook("claude-code", token, call)
+    post_hook("claude-code", token, after("claude-code", call))
     [item] = tampering(board)
     return item
 
@@ -438,8 +418,8 @@ def test_the_item_is_pushed_to_the_devices_approvals_are_pushed_to(
     assert subscribe(person_client, service.endpoint(browser), browser).status_code == 201
     call = shell_call("claude-code", DEPLOY)
     with worker_threads():
-        send("claude-code", token, call)
-        send("claude-code", token, after("claude-code", call))
+        post_hook("claude-code", token, call)
+        post_hook("claude-code", token, after("claude-code", call))
         (push,) = service.wait(1)
     data = push.data
     assert data["title"] == "dev (claude-code) ran Bash without the board's verdict: make deploy"
@@ -452,13 +432,13 @@ def test_the_end_of_a_tool_the_session_was_never_asked_about_is_not_taken_for_ta
 ):
     # The session's shell calls reach the gate; its client reports the end of another tool
     # it sent no PreToolUse for (a client's own tool, a version's quirk): no suspension.
-    assert send("claude-code", token, shell_call("claude-code", "ls"))[1] == {}
-    send("claude-code", token, after("claude-code", shell_call("claude-code", "ls")))
+    assert post_hook("claude-code", token, shell_call("claude-code", "ls"))[1] == {}
+    post_hook("claude-code", token, after("claude-code", shell_call("claude-code", "ls")))
     other = dict(
         shell_call("claude-code", "ls"),
         tool_name="NotebookEdit",
         tool_input={"notebook_path": "a.ipynb", "new_source": "x"},
         tool_use_id="call-of-another-tool",
     )
-    send("claude-code", token, after("claude-code", other))
+    post_hook("claude-code", token, after("claude-code", other))
     assert not tampering(board) and not suspended(board)

@@ -25,7 +25,15 @@ import pytest
 
 from devtools.liveserver import Cluster
 from tests.support.model_standins import Call, Say, Standin
-from tests.support.real_clients import Machine, Person, binary, board_down, run, sessions
+from tests.support.real_clients import (
+    Machine,
+    Person,
+    binary,
+    board_down,
+    deny_pushes,
+    run,
+    sessions,
+)
 
 pytestmark = pytest.mark.slow  # a live board and a real CLI, seconds a run
 
@@ -41,23 +49,7 @@ def board(tmp_path_factory) -> Iterator[tuple[Cluster, str, str]]:
     try:
         base = cluster.start()
         cluster.board("team")
-        listed = cluster.manage(
-            "gaterules",
-            "team",
-            "--add",
-            "Bash",
-            "--pattern",
-            r"\bgit\s+push\b",
-            "--decision",
-            "deny",
-            "--note",
-            NOTE,
-        )
-        # The default rule on git push asks a person, and it comes first: this one decides.
-        [default] = [
-            line.split("\t")[0] for line in listed.splitlines() if line.endswith("git push")
-        ]
-        cluster.manage("gaterules", "team", "--remove", default)
+        deny_pushes(cluster, "team", NOTE)
         # A wait longer than Qwen Code holds a hook: it must end by the board's 55 s.
         cluster.manage(
             "gaterules",
@@ -82,12 +74,6 @@ def board(tmp_path_factory) -> Iterator[tuple[Cluster, str, str]]:
 def person(board) -> Person:
     cluster, base, _token = board
     return Person.make(cluster, base, "team", "ann")
-
-
-@pytest.fixture(scope="module")
-def opencode_cache(tmp_path_factory) -> Path:
-    # opencode installs its provider package from npm on a first run: once for the module.
-    return tmp_path_factory.mktemp("opencode-cache")
 
 
 # -- each client: its pinned CLI, its stand-in, its provider settings, its command line ----

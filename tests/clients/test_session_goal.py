@@ -12,7 +12,6 @@ from django.test import Client
 from boards.clients import sessions
 from boards.core import limits
 from boards.models import ClientSession, ToolCall
-from tests.support.factories import make_token
 
 CWD = "/home/dev/project"
 
@@ -29,11 +28,6 @@ def send(token: str, body: dict, client: str = "claude-code") -> int:
         headers={"Authorization": f"Bearer {token}"},
     )
     return response.status_code
-
-
-@pytest.fixture
-def token(board) -> str:
-    return make_token(board, "claude")
 
 
 def hold_push(board) -> ToolCall:

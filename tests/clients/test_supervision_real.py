@@ -36,7 +36,15 @@ from tests.support.anthropic_standin import AnthropicStandin, Text, ToolUse
 from tests.support.claude_cli import claude_binary
 from tests.support.hook_server import HookServer, allow
 from tests.support.model_standins import Call, Say, Standin
-from tests.support.real_clients import Deciding, Decision, Machine, Person, run, sessions
+from tests.support.real_clients import (
+    Deciding,
+    Decision,
+    Machine,
+    Person,
+    deny_pushes,
+    run,
+    sessions,
+)
 
 pytestmark = pytest.mark.slow  # a live board and a real CLI, seconds a run
 
@@ -63,23 +71,7 @@ def board(tmp_path_factory) -> Iterator[Board]:
     try:
         base = cluster.start()
         cluster.board("team")
-        listed = cluster.manage(
-            "gaterules",
-            "team",
-            "--add",
-            "Bash",
-            "--pattern",
-            r"\bgit\s+push\b",
-            "--decision",
-            "deny",
-            "--note",
-            NOTE,
-        )
-        # The default rule on git push asks a person, and it comes first: this one decides.
-        [default] = [
-            line.split("\t")[0] for line in listed.splitlines() if line.endswith("git push")
-        ]
-        cluster.manage("gaterules", "team", "--remove", default)
+        deny_pushes(cluster, "team", NOTE)
         # `touch one-…` waits for a person, so that one can allow it from now on; a call
         # wrongly held after that ends by itself soon (a test's bounded wait).
         cluster.manage(
@@ -104,11 +96,6 @@ def board(tmp_path_factory) -> Iterator[Board]:
 @pytest.fixture(scope="module")
 def person(board: Board) -> Person:
     return Person.make(board.cluster, board.base, "team", "ann")
-
-
-@pytest.fixture(scope="module")
-def opencode_cache(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("opencode-cache")
 
 
 # -- Claude Code beside the others: its own stand-in (the Anthropic API) --------------------

@@ -66,6 +66,25 @@ class Machine:
         return cluster.manage("connect", "--url", url, "--token", token, *args, env=environment)
 
 
+def deny_pushes(cluster: Cluster, slug: str, note: str) -> None:
+    """Board ``slug`` denies a shell ``git push`` (saying ``note``), in place of the default
+    rule that asks a person about it (which comes first, and would decide)."""
+    listed = cluster.manage(
+        "gaterules",
+        slug,
+        "--add",
+        "Bash",
+        "--pattern",
+        r"\bgit\s+push\b",
+        "--decision",
+        "deny",
+        "--note",
+        note,
+    )
+    [default] = [line.split("\t")[0] for line in listed.splitlines() if line.endswith("git push")]
+    cluster.manage("gaterules", slug, "--remove", default)
+
+
 def binary(cli: str, relative: str) -> Path:
     """The pinned CLI's entry point (``npm ci`` first when missing)."""
     folder = TESTS / cli

@@ -1,5 +1,7 @@
-"""The board stays true with a day of work (issue 38): failures stay in view, each item's
-help fits the state it is in."""
+"""Each Needs-you item's help fits the state it is in (issue 38): a silent owner's stalled
+work recommends release, ready work with every agent gone is an item until one is back, a
+held call nobody can run cannot be approved, the board's own decisions are included, each
+new item has its own note box."""
 
 from __future__ import annotations
 
@@ -7,77 +9,17 @@ import re
 from datetime import timedelta
 
 import pytest
-from django.core.cache import cache
-from django.test import Client
 from django.utils import timezone
 
 from boards.clients import calls, sessions
-from boards.core import selectors, services
+from boards.core import selectors
 from boards.core.rules import needs_of
-from boards.core.selectors.sessions import human_duration
 from boards.core.states import GONE_FACTOR
 from boards.models import Agent, Event, Task, ToolCall
 from boards.needs import decisions
 from tests.clients.test_hooks import bash, hook
 from tests.support.factories import make_token
 from tests.support.htmltext import flat
-
-
-def finish(agent, task_id: str, status: str = "completed") -> None:
-    assert agent.call("TaskClaim", {"taskId": task_id}).status == 200
-    assert agent.call("TaskUpdate", {"taskId": task_id, "status": status}).status == 200
-
-
-def completed_cards(html: str) -> list[int]:
-    column = flat(html).split('id="cards-completed"', 1)[1].split('id="more-completed"', 1)[0]
-    return [int(n) for n in re.findall(r'<article id="task-(\d+)"', column)]
-
-
-# -- failures in view ----------------------------------------------------------------------
-
-
-def test_a_failure_followed_by_25_completions_is_first_in_its_column_with_retry(
-    alice, board, person_client
-):
-    alice.create("Flaky deploy")  # 1, nothing waits on it: no grace, no reason needed
-    finish(alice, "1", "failed")
-    for n in range(2, 27):
-        alice.create(f"Chore {n}")
-        finish(alice, str(n))
-
-    html = person_client.get("/boards/team/").content.decode()
-    cards = completed_cards(html)
-    assert cards[0] == 1
-    assert len(cards) == selectors.COLUMN_PAGE["completed"]
-    assert "/boards/team/tasks/1/retry" in html
-    assert Task.objects.get(board=board, number=1).needs == ""
-
-
-def test_cancelled_work_is_pinned_too_and_show_more_never_repeats_a_card(alice, board):
-    numbers = []
-    for n in range(1, 46):
-        alice.create(f"Task {n}")
-        if n % 15 == 0:
-            assert alice.call("TaskUpdate", {"taskId": str(n), "status": "cancelled"}).status == 200
-        else:
-            finish(alice, str(n), "failed" if n == 7 else "completed")
-        numbers.append(n)
-
-    seen: list[int] = []
-    views, cursor = selectors.column_page(board, "completed")
-    seen += [v.number for v in views]
-    assert seen[:4] == [45, 30, 15, 7]  # dead ends first, the latest finished first
-    while cursor:
-        views, cursor = selectors.column_page(board, "completed", cursor)
-        seen += [v.number for v in views]
-    assert sorted(seen) == numbers
-    assert len(seen) == len(set(seen))
-    keys = [v.sort_key for v in selectors.column_page(board, "completed")[0]]
-    # The page's order is the pushed cards' order (Completed sorts newest first: descending).
-    assert keys == sorted(keys, reverse=True)
-
-
-# -- help that fits the state --------------------------------------------------------------
 
 
 def inbox(client) -> list[dict]:
@@ -254,101 +196,3 @@ def test_each_new_item_has_its_own_note_box(alice, board, person_client):
         r'name="note" id="(note-[^"]+)"', flat(person_client.get("/boards/team/").content)
     )
     assert len(second) == 1 and second != first
-
-
-# -- one roster line per session -----------------------------------------------------------
-
-
-def test_three_sessions_on_one_token_show_each_with_its_own_state_and_calls(board, person_client):
-    for name in ("claude", "other"):
-        services.agent_seen(board=board, agent=name)  # what the hook door does first
-    sessions.session_event(board=board, agent="claude", event=hook("SessionStart", "s-a"))
-    sessions.session_event(board=board, agent="claude", event=bash("ls -la", "s-a", "tu-a"))
-    sessions.session_event(board=board, agent="claude", event=bash("rm -rf build", "s-b", "tu-b"))
-    sessions.session_event(board=board, agent="claude", event=bash("git push", "s-c", "tu-c"))
-    sessions.session_event(board=board, agent="other", event=hook("SessionStart", "s-d"))
-
-    [first, other] = selectors.roster(board)
-    assert other["name"] == "other"
-    assert first["name"] == "claude" and first["waiting"]  # waits on a person: first
-    lines = first["sessions"]
-    assert [s.session_id for s in lines][:2] in (["s-b", "s-c"], ["s-c", "s-b"])
-    assert [s.state for s in lines] == ["waiting", "waiting", "working"]
-    assert {s.session_id: s.calls[-1]["doing"] for s in lines}["s-b"] == "Running `rm -rf build`"
-
-    html = person_client.get("/boards/team/").content.decode()
-    roster = html.split('id="roster"', 1)[1].split("</section>", 1)[0]
-    assert roster.count('class="session session--') == 4
-    assert roster.index('data-agent="claude"') < roster.index('data-agent="other"')
-    claude = roster.split('data-agent="claude"', 1)[1].split('data-agent="other"', 1)[0]
-    assert "rm -rf build" in claude and "git push" in claude and "ls -la" in claude
-
-
-def test_durations_read_in_human_units():
-    assert [human_duration(ms) for ms in (None, 840, 4200, 185_000, 3_720_000)] == [
-        "",
-        "840 ms",
-        "4.2 s",
-        "3 min 5 s",
-        "1 h 2 min",
-    ]
-
-
-# -- setups that fail loudly ---------------------------------------------------------------
-
-
-@pytest.fixture
-def no_refusals(board):
-    cache.delete(selectors.refusals_key(board.slug))
-    yield
-    cache.delete(selectors.refusals_key(board.slug))
-
-
-def test_refused_setups_are_listed_on_the_connect_page(board, person_client, no_refusals):
-    make_token(board, "worker-1")
-    team = make_token(board, "crew", team=True)
-    door = "/api/boards/team/hooks/claude-code"
-    body = hook("SessionStart", "0b6f2c1e-aaaa-bbbb")
-    # A team token with a name another token holds; no token at all; an unknown one.
-    taken = Client().post(
-        door,
-        data=body,
-        content_type="application/json",
-        headers={"Authorization": f"Bearer {team}", "X-Agent": "worker-1", "X-Kanban-Host": "box"},
-    )
-    missing = Client().post(door, data=body, content_type="application/json")
-    unknown = Client().post(
-        "/api/boards/team/tools/TaskList",
-        data={},
-        content_type="application/json",
-        headers={"Authorization": "Bearer nope"},
-    )
-    assert (taken.status_code, missing.status_code, unknown.status_code) == (403, 401, 401)
-
-    rows = selectors.recent_refusals(board)
-    assert [(r["status"], r["agent"], r["host"]) for r in rows] == [
-        (401, "", ""),
-        (401, "claude-0b6f2c1e", ""),  # the name the door gives the session
-        (403, "worker-1", "box"),
-    ]
-    assert rows[2]["code"] == "identity_taken"
-    page = person_client.get("/boards/team/connect/").content.decode()
-    refusals = page.split('id="refusals"', 1)[1].split("</section>", 1)[0]
-    assert "worker-1" in refusals and "on box" in refusals and "Unknown token" in refusals
-    assert "pip install agent-kanban" not in page
-
-
-def test_the_refusals_list_keeps_the_latest_only(board, no_refusals):
-    for n in range(selectors.REFUSALS_KEPT + 5):
-        Client().post(
-            "/api/boards/team/tools/TaskList",
-            data={},
-            content_type="application/json",
-            headers={"Authorization": "Bearer nope", "X-Agent": f"a{n}"},
-        )
-    rows = selectors.recent_refusals(board)
-    assert len(rows) == selectors.REFUSALS_KEPT
-    assert rows[0]["agent"] == f"a{selectors.REFUSALS_KEPT + 4}"
-    # An unknown board keeps nothing.
-    Client().post("/api/boards/nowhere/tools/TaskList", data={}, content_type="application/json")
-    assert cache.get(selectors.refusals_key("nowhere")) is None
