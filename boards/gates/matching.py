@@ -863,13 +863,10 @@ def _verdict(
 ) -> bool | None:
     """Whether a rule that holds calls (ask, deny) matches ``texts`` (all the action's, by
     default): True, False, or None when that cannot be known."""
-    if not _names_match(rule.tool, action):
+    placed = _placed(rule, action)
+    if placed is False:
         return False
-    sure = True
-    if rule.outside_cwd:
-        if action.outside is False:
-            return False
-        sure = action.outside is True
+    sure = placed is True
     if not rule.pattern:
         return True if sure else None
     compiled = _compiled(rule.pattern)
@@ -887,18 +884,26 @@ def _verdict(
     return None if action.unsure else False
 
 
+def _placed(rule: Rule, action: Action) -> bool | None:
+    """Whether the call is where the rule looks, its pattern aside: the rule names its
+    tool and, for an ``outside_cwd`` rule, it reaches outside the session's folder. None
+    when the folder it reaches cannot be known."""
+    if not _names_match(rule.tool, action):
+        return False
+    if not rule.outside_cwd or action.outside is True:
+        return True
+    return False if action.outside is False else None
+
+
 def _covers(rule: Rule, action: Action, covered: set[int], deadline: float) -> bool | None:
     """Whether an allow rule lets the call by: the raw input matched whole, or the line's
     every command matched by it or an earlier allow rule (``covered``, which this adds
     to). False when it does not (yet); None when that cannot be known (the rule is passed
     over)."""
-    if not _names_match(rule.tool, action):
+    placed = _placed(rule, action)
+    if placed is False:
         return False
-    sure = True
-    if rule.outside_cwd:
-        if action.outside is False:
-            return False
-        sure = action.outside is True
+    sure = placed is True
     if not rule.pattern:
         return True if sure else None
     if action.unsure:
