@@ -30,5 +30,6 @@ class BoardsConfig(AppConfig):
         # what calls them, so they are handed in here.
         services.install_board_defaults(gaterules.gate_rules_default)
         matching.install_clients(registry.gate_facts())
+        matching.warm()
         # SQLite's search triggers go with a table a migration rebuilds: put them back.
         post_migrate.connect(fulltext.after_migrate, sender=self)

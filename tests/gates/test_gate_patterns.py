@@ -4,11 +4,13 @@ share one time budget per call, and what cannot be read is asked about, never le
 
 from __future__ import annotations
 
+import re as stdlib_re
 import resource
 import threading
 import time
 
 import pytest
+import regex
 
 from boards.core import limits
 from boards.core.errors import Conflict
@@ -176,3 +178,17 @@ def test_a_loaded_server_never_holds_an_ordinary_call_for_a_person():
         for spinner in spinners:
             spinner.join()
     assert held == []
+
+
+def test_compiling_the_rules_is_not_counted_against_a_calls_budget(monkeypatch):
+    # A server's first call compiles every rule's pattern: counted against the call's CPU
+    # budget, that held an ordinary call for a person (the bench's first hook call).
+    rules = list(matching.DEFAULT_RULES)
+    call = {"command": "npm test -- --shard 3"}
+    assert matching.first_match(rules, "Bash", call, "/srv/app") is None  # warm: no rule
+    matching._compiled.cache_clear()
+    regex.purge()
+    stdlib_re.purge()
+    # Far above what matching this call costs warm, far below what compiling them costs.
+    monkeypatch.setattr(matching.limits, "GATE_MATCH_BUDGET_SECONDS", 0.004)
+    assert matching.first_match(rules, "Bash", call, "/srv/app") is None
