@@ -12,6 +12,7 @@ import asyncio
 import hashlib
 import hmac
 import logging
+import re
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -64,6 +65,20 @@ def _label(value: Any) -> str:
     return "".join(ch for ch in " ".join(value.split()) if ch.isprintable())[:LABEL_MAX]
 
 
+# A time-ordered UUID (versions 6 and 7: Codex's thread ids) begins with its clock.
+TIME_ORDERED_UUID = re.compile(
+    r"^[0-9a-f]{8}-[0-9a-f]{4}-[67][0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}$"
+)
+
+
+def _short_id(session: str) -> str:
+    """Eight characters that tell a session apart: the head of its id, or the random tail
+    of a time-ordered one — sessions started in the same minute share its head, and two
+    tokens' sessions named alike would refuse each other (``identity_taken``)."""
+    spelled = "".join(ch for ch in session if ch.isascii() and ch.isalnum())
+    return spelled[-8:] if TIME_ORDERED_UUID.match(session.lower()) else spelled[:8]
+
+
 def _hook_receive(
     request: HttpRequest, slug: str, client: registry.Client
 ) -> tuple[auth.Caller, dict, calls.Verdict]:
@@ -78,11 +93,7 @@ def _hook_receive(
     session = body.get("session_id") if isinstance(body, dict) else None
     # A team token's session with no X-Agent is named by its client and id ("gemini-6997f4a8").
     prefix = "claude" if client.name == "claude-code" else client.name
-    short = (
-        "".join(ch for ch in session if ch.isascii() and ch.isalnum())[:8]
-        if isinstance(session, str)
-        else ""
-    )
+    short = _short_id(session) if isinstance(session, str) else ""
     default = f"{prefix}-{short}" if short else ""
     # A suspended token is heard still: its calls are denied in the client's own answer
     # (a 403 would read as "no verdict"), and any call that runs anyway is learnt of.

@@ -69,3 +69,19 @@ def test_an_agents_open_sessions_are_capped_and_an_ended_one_frees_its_place(boa
     assert not ClientSession.objects.filter(board=board, session_id="s-2").exists()
     assert send(token, hook("SessionEnd", session="s-0"))[0] == 200
     assert send(token, hook("SessionStart", session="s-2"))[0] == 200
+
+
+def test_two_tokens_codex_sessions_started_together_get_names_of_their_own(board):
+    # Codex's thread ids are time-ordered (UUIDv7): two started in the same minute share
+    # their first eight characters, and a name two tokens share refuses the second.
+    first, second = make_token(board, team=True), make_token(board, team=True)
+    ids = ["01a23435-fb58-7471-a6aa-2bec00eb41b3", "01a23435-fc11-7123-b111-99aa00cc22dd"]
+    for team, session in zip((first, second), ids, strict=True):
+        status, answer = post_hook(
+            "codex", team, json.dumps(_event("SessionStart", session, source="startup")).encode()
+        )
+        assert status == 200, answer
+    assert sorted(ClientSession.objects.values_list("agent", flat=True)) == [
+        "codex-00cc22dd",
+        "codex-00eb41b3",
+    ]
